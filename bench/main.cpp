@@ -1,0 +1,151 @@
+// torchprobe-bench: Google Benchmark program for the training-step and data suites.
+// Our flags are parsed after Google Benchmark has taken its own (--benchmark_*).
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
+#include "suite.h"
+#include "torchprobe/cli_support.h"
+#include "torchprobe/config.h"
+#include "torchprobe/data/cifar10.h"
+#include "torchprobe/device.h"
+#include "torchprobe/error.h"
+
+namespace {
+
+constexpr std::int64_t kSyntheticImages = 10000;
+
+// google/benchmark 1.7 marks a failed run with error_occurred, 1.8+ with skipped.
+template <typename Run>
+auto run_failed(const Run& run, int) -> decltype(run.error_occurred, bool()) {
+  return run.error_occurred;
+}
+template <typename Run>
+bool run_failed(const Run& run, long) {
+  return static_cast<int>(run.skipped) != 0;
+}
+
+/// Any Google Benchmark display reporter, counting the runs that failed (SkipWithError).
+template <typename Base>
+class CountingReporter : public Base {
+ public:
+  using Base::Base;
+  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
+    for (const auto& run : runs) failed += run_failed(run, 0) ? 1 : 0;
+    Base::ReportRuns(runs);
+  }
+  int failed = 0;
+};
+
+std::string flag_value(int argc, char** argv, const char* flag) {
+  const size_t n = std::strlen(flag);
+  std::string value;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], flag, n) == 0 && argv[i][n] == '=') value = argv[i] + n + 1;
+  }
+  return value;
+}
+
+int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
+               torchprobe::bench::SuiteOptions& options, const std::string& devices, const std::string& data_dir,
+               int threads) {
+  return torchprobe::run_cli(app, argc, argv, [&] {
+    using namespace torchprobe;
+    if (threads > 0) at::set_num_threads(threads);
+    if (!format.empty() && format != "console" && format != "json") {
+      throw InputError(fmt::format("--benchmark_format={} is not supported (console or json; for CSV use "
+                                   "--benchmark_out_format=csv or torchprobe report)", format));
+    }
+    options.devices = parse_device_list(devices);
+    bench::check_suites(options.suites);
+
+    std::shared_ptr<const data::Dataset> train;
+    std::string data_label;
+    if (data_dir.empty()) {
+      train = std::make_shared<const data::Dataset>(data::make_synthetic(kSyntheticImages, /*seed=*/1));
+      data_label = fmt::format("synthetic data ({} images)", kSyntheticImages);
+    } else {
+      train = std::make_shared<const data::Dataset>(data::load_cifar10(data_dir, data::Split::kTrain));
+      data_label = fmt::format("CIFAR-10 {} ({} images)", data_dir, train->size());
+    }
+    bench::register_suites(options, train, data_label);
+
+    const Inventory inventory = collect_inventory();
+    benchmark::AddCustomContext("torchprobe_version", TORCHPROBE_VERSION);
+    benchmark::AddCustomContext("libtorch_version", inventory.libtorch_version);
+    benchmark::AddCustomContext("torch_threads", std::to_string(at::get_num_threads()));
+    benchmark::AddCustomContext("blas", inventory.blas.vendor);
+    benchmark::AddCustomContext("data", data_label);
+    std::string device_names;
+    for (const auto& d : options.devices) {
+      device_names += (device_names.empty() ? "" : ", ") + device_string(d) +
+                      (d.is_cuda() ? " (" + inventory.gpus.at(static_cast<size_t>(d.index())).name + ")" : "");
+    }
+    benchmark::AddCustomContext("devices", device_names);
+    benchmark::AddCustomContext("inventory", inventory_json(inventory));
+    std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d threads, BLAS %s; %s\n", device_names.c_str(),
+                 inventory.libtorch_version.c_str(), at::get_num_threads(), inventory.blas.vendor.c_str(),
+                 data_label.c_str());
+    const std::string warning = blas_warning(inventory.blas);
+    if (!warning.empty()) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", warning.c_str());
+
+    int failed = 0;
+    if (format == "json") {
+      CountingReporter<benchmark::JSONReporter> reporter;
+      benchmark::RunSpecifiedBenchmarks(&reporter);
+      failed = reporter.failed;
+    } else {
+      const auto color = isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None;
+      CountingReporter<benchmark::ConsoleReporter> reporter(
+          static_cast<benchmark::ConsoleReporter::OutputOptions>(color | benchmark::ConsoleReporter::OO_Tabular));
+      benchmark::RunSpecifiedBenchmarks(&reporter);
+      failed = reporter.failed;
+    }
+    benchmark::Shutdown();
+    if (failed > 0) {
+      std::fprintf(stderr, "torchprobe: error: %d benchmark run(s) failed (their ERROR OCCURRED lines say why)\n",
+                   failed);
+      return 1;
+    }
+    return 0;
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  torchprobe::bench::SuiteOptions options;
+  std::string devices = "all", data_dir;
+  int threads = 0;
+  CLI::App app{"torchprobe-bench: full CIFAR-10 training steps and the data pipeline on the CPU and every GPU"};
+  app.footer(
+      "Google Benchmark's own flags work as usual, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
+      "--benchmark_out=FILE --benchmark_out_format=json, --benchmark_min_time=SECONDS, --benchmark_list_tests.");
+  app.add_option("--devices", devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();
+  app.add_option("--models", options.models, "Models to train (net, resnet18)")->delimiter(',')->capture_default_str();
+  app.add_option("--batch-sizes", options.batch_sizes, "Batch sizes")->delimiter(',')->capture_default_str();
+  app.add_option("--suites", options.suites, "Suites to run (train, data)")->delimiter(',')->capture_default_str();
+  app.add_option("--threads", threads, "LibTorch intra-op threads (default: LibTorch's own)")->check(CLI::PositiveNumber);
+  app.add_option("--data", data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
+  app.add_option("--steps-per-sample", options.steps_per_sample,
+                 "Training steps per timed sample (0: 1 on the CPU, ~5 ms of work on a GPU)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
+  for (int i = 1; i < argc; ++i) {  // our help, not Google Benchmark's
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("%s", app.help().c_str());
+      return 0;
+    }
+  }
+  const std::string format = flag_value(argc, argv, "--benchmark_format");
+  benchmark::Initialize(&argc, argv);
+  return run_suites(argc, argv, app, format, options, devices, data_dir, threads);
+}

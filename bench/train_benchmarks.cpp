@@ -1,0 +1,145 @@
+// train_step/<model>/<device>/batch:<B>: one full tutorial training step per iteration.
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "suite.h"
+#include "torchprobe/backend.h"
+#include "torchprobe/data/batcher.h"
+#include "torchprobe/error.h"
+#include "torchprobe/models/registry.h"
+#include "torchprobe/stats.h"
+#include "torchprobe/train/train_step.h"
+
+namespace torchprobe::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kRotatingBatches = 4;         // distinct host batches cycled through
+constexpr double kWarmupSeconds = 0.2;      // warm-up lasts at least this long ...
+constexpr int kMinWarmupStepsGpu = 3;       // ... and at least this many steps (1 on the CPU)
+constexpr double kGpuSampleSeconds = 0.005;  // auto steps-per-sample target on a GPU
+constexpr int kMaxStepsPerSample = 64;
+constexpr double kPhaseBudgetSeconds = 1.0;  // instrumented pass: up to 5 steps within this
+constexpr int kMaxPhaseSteps = 5;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One "[i/N] name" line per benchmark on its first call: long CPU runs show progress.
+void announce(const std::string& name, size_t total) {
+  static std::set<std::string> started;
+  if (started.insert(name).second) {
+    std::fprintf(stderr, "torchprobe-bench: [%zu/%zu] %s\n", started.size(), total, name.c_str());
+  }
+}
+
+void run_train_step(benchmark::State& state, const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                    int requested_steps_per_sample) {
+  if (config.batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", config.batch_size));
+  const torch::Device device = config.device;
+  backend::reset_peak_memory(device);
+  torch::manual_seed(0);
+  train::TrainStep step(models::make_model(config.model), device);
+  data::Batcher batcher(dataset, config.batch_size, backend::wants_pinned_staging(device), /*seed=*/1, kRotatingBatches);
+  std::vector<data::HostBatch*> batches;
+  for (int i = 0; i < kRotatingBatches; ++i) batches.push_back(&batcher.next());
+  size_t next = 0;
+  const auto run_one = [&] { return step.run(*batches[next++ % batches.size()]); };
+
+  // Warm-up: first-touch allocations, cuDNN/cuBLAS handles, caching-allocator growth.
+  torch::Tensor loss;
+  const int min_warmup = device.is_cuda() ? kMinWarmupStepsGpu : 1;
+  const auto warm_start = Clock::now();
+  for (int i = 0; i < min_warmup || seconds_since(warm_start) < kWarmupSeconds; ++i) loss = run_one();
+  backend::synchronize(device);
+
+  int steps_per_sample = requested_steps_per_sample;
+  if (steps_per_sample <= 0) {
+    steps_per_sample = 1;
+    if (device.is_cuda()) {
+      const auto probe_start = Clock::now();
+      for (int i = 0; i < 2; ++i) loss = run_one();
+      backend::synchronize(device);
+      const double step_seconds = seconds_since(probe_start) / 2;
+      steps_per_sample = static_cast<int>(std::clamp(std::ceil(kGpuSampleSeconds / step_seconds), 1.0,
+                                                     static_cast<double>(kMaxStepsPerSample)));
+    }
+  }
+
+  // Measured region: each sample queues K steps between two timeline marks; the only wait is
+  // the one that closes the sample. The reported iteration time is per step.
+  auto timeline = backend::make_timeline(device);
+  double total_ms = 0.0;
+  for (auto _ : state) {
+    timeline->clear();
+    timeline->mark();
+    for (int k = 0; k < steps_per_sample; ++k) loss = run_one();
+    timeline->mark();
+    const double step_ms = timeline->elapsed_ms().front() / steps_per_sample;
+    total_ms += step_ms;
+    state.SetIterationTime(step_ms / 1e3);
+  }
+  const float last_loss = loss.item<float>();
+  if (!std::isfinite(last_loss)) throw std::runtime_error(fmt::format("the loss became {} during the run", last_loss));
+  const std::int64_t peak_bytes = backend::peak_memory_bytes(device);
+
+  // Per-phase split, in a separate instrumented pass so the headline figure is unperturbed.
+  std::array<std::vector<double>, train::kPhaseCount> phase_ms;
+  const auto phase_start = Clock::now();
+  for (int i = 0; i < kMaxPhaseSteps && (i == 0 || seconds_since(phase_start) < kPhaseBudgetSeconds); ++i) {
+    const auto phases = step.run_instrumented(*batches[next++ % batches.size()], *timeline);
+    for (int p = 0; p < train::kPhaseCount; ++p) phase_ms[p].push_back(phases[p]);
+  }
+
+  const auto iterations = static_cast<double>(state.iterations());
+  state.counters["images_per_s"] = benchmark::Counter(iterations * static_cast<double>(config.batch_size),
+                                                      benchmark::Counter::kIsRate);
+  state.counters["ms_per_step"] = benchmark::Counter(total_ms, benchmark::Counter::kAvgIterations);
+  for (int p = 0; p < train::kPhaseCount; ++p) {
+    state.counters[std::string(train::kPhaseNames[p]) + "_ms"] = median(phase_ms[p]);
+  }
+  state.counters["peak_mem_mib"] = static_cast<double>(peak_bytes) / (1024.0 * 1024.0);
+  state.counters["batch"] = static_cast<double>(config.batch_size);
+  state.counters["threads"] = at::get_num_threads();
+  state.counters["steps_per_sample"] = steps_per_sample;
+}
+
+}  // namespace
+
+std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
+                                                   std::shared_ptr<const data::Dataset> train_data,
+                                                   const std::string& data_label) {
+  std::vector<std::string> names;
+  const auto plan = plan_train_benchmarks(options);
+  for (const auto& config : plan) {
+    const std::string name = train_benchmark_name(config);
+    const int steps_per_sample = options.steps_per_sample;
+    const size_t total = plan.size();
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [=](benchmark::State& state) {
+                                   announce(name, total);
+                                   state.SetLabel(data_label);
+                                   try {
+                                     run_train_step(state, config, train_data, steps_per_sample);
+                                   } catch (const std::exception& e) {
+                                     state.SkipWithError(short_message(e).c_str());
+                                   }
+                                   // After an OOM, hand cached blocks back so later configs start clean.
+                                   if (config.device.is_cuda()) backend::release_cached_memory(config.device);
+                                 })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+    names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace torchprobe::bench

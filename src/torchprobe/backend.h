@@ -1,0 +1,71 @@
+#pragma once
+// The one device seam. Everything that differs between a CPU-only LibTorch and a CUDA
+// LibTorch (or between LibTorch versions) is declared here and implemented in
+// backend_common.cpp (both builds) and backend_cuda.cpp / backend_nocuda.cpp (one of them).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace torchprobe::backend {
+
+/// True when this binary was built against a CUDA-enabled LibTorch.
+bool cuda_compiled();
+/// Number of CUDA devices usable at run time (0 without CUDA support, driver or GPU).
+int cuda_device_count();
+/// Why CUDA is unusable, in words ("" when it is usable).
+std::string cuda_unavailable_reason();
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int multiprocessors = 0;
+  std::int64_t total_memory_bytes = 0;
+  std::int64_t l2_cache_bytes = 0;
+};
+CudaDeviceInfo cuda_device_info(int index);
+/// Driver and runtime versions as "13.0"; empty without CUDA.
+std::string cuda_driver_version();
+std::string cuda_runtime_version();
+bool cudnn_usable();
+std::string cudnn_version();
+
+/// Ordered timestamps on one device. mark() never blocks; elapsed_ms() waits for the
+/// device once and returns the intervals between consecutive marks.
+class Timeline {
+ public:
+  virtual ~Timeline() = default;
+  virtual void mark() = 0;
+  virtual std::vector<double> elapsed_ms() = 0;
+  virtual void clear() = 0;
+};
+/// Host clock on the CPU; CUDA events on the device's current stream on a GPU.
+std::unique_ptr<Timeline> make_timeline(const torch::Device& device);
+
+/// Waits until all queued work on the device has finished (no-op on the CPU).
+void synchronize(const torch::Device& device);
+
+/// Something that a host buffer must wait for before it is overwritten (an async copy).
+class Fence {
+ public:
+  virtual ~Fence() = default;
+  virtual void wait() = 0;
+};
+/// A fence for the work queued so far on the device; nullptr on the CPU (nothing pending).
+std::unique_ptr<Fence> record_fence(const torch::Device& device);
+
+/// Peak-memory tracking: caching-allocator statistics on a GPU, the process's peak
+/// resident set on the CPU (whole process, so run one measurement at a time).
+void reset_peak_memory(const torch::Device& device);
+/// Bytes at peak since the last reset; for the CPU, growth of the peak RSS over the RSS at reset.
+std::int64_t peak_memory_bytes(const torch::Device& device);
+/// Returns cached, unused allocator blocks to the device (no-op on the CPU).
+void release_cached_memory(const torch::Device& device);
+
+/// Whether tensors headed for this device should be staged in pinned host memory.
+bool wants_pinned_staging(const torch::Device& device);
+
+}  // namespace torchprobe::backend

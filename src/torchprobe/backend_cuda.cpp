@@ -1,0 +1,151 @@
+// The CUDA half of the device seam (built only against a CUDA-enabled LibTorch). Uses the
+// CUDA runtime directly for events and properties, and LibTorch's caching allocator for
+// memory statistics; the calls used here exist in LibTorch 1.13 and 2.x alike.
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <torch/cuda.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "torchprobe/backend_detail.h"
+
+namespace torchprobe::backend::detail {
+namespace {
+
+void check(cudaError_t status, const char* what, int index) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + " on cuda:" + std::to_string(index) +
+                             " failed: " + cudaGetErrorString(status));
+  }
+}
+
+std::string format_version(int v) {  // CUDA encodes 13.0 as 13000
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+cudaStream_t current_stream(int index) {
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(index)).stream();
+}
+
+class CudaTimeline final : public Timeline {
+ public:
+  explicit CudaTimeline(int index) : index_(index) {}
+  ~CudaTimeline() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  void mark() override {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index_));
+    if (used_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "cudaEventCreate", index_);
+      events_.push_back(e);
+    }
+    check(cudaEventRecord(events_[used_], current_stream(index_)), "cudaEventRecord", index_);
+    ++used_;
+  }
+  std::vector<double> elapsed_ms() override {
+    std::vector<double> out;
+    if (used_ == 0) return out;
+    check(cudaEventSynchronize(events_[used_ - 1]), "cudaEventSynchronize", index_);
+    for (size_t i = 1; i < used_; ++i) {
+      float ms = 0.0f;
+      check(cudaEventElapsedTime(&ms, events_[i - 1], events_[i]), "cudaEventElapsedTime", index_);
+      out.push_back(ms);
+    }
+    return out;
+  }
+  void clear() override { used_ = 0; }
+
+ private:
+  int index_;
+  std::vector<cudaEvent_t> events_;
+  size_t used_ = 0;
+};
+
+class CudaFence final : public Fence {
+ public:
+  explicit CudaFence(int index) : index_(index) {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index_));
+    check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate", index_);
+    check(cudaEventRecord(event_, current_stream(index_)), "cudaEventRecord", index_);
+  }
+  ~CudaFence() override { cudaEventDestroy(event_); }
+  void wait() override { check(cudaEventSynchronize(event_), "cudaEventSynchronize", index_); }
+
+ private:
+  int index_;
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace
+
+bool compiled() { return true; }
+int device_count() { return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; }
+
+std::string unavailable_reason() {
+  if (device_count() > 0) return "";
+  int n = 0;
+  const cudaError_t status = cudaGetDeviceCount(&n);
+  if (status != cudaSuccess) return std::string("CUDA runtime: ") + cudaGetErrorString(status);
+  return "no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)";
+}
+
+CudaDeviceInfo device_info(int index) {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties", index);
+  CudaDeviceInfo info;
+  info.index = index;
+  info.name = prop.name;
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  info.multiprocessors = prop.multiProcessorCount;
+  info.total_memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
+  info.l2_cache_bytes = prop.l2CacheSize;
+  return info;
+}
+
+std::string driver_version() {
+  int v = 0;
+  return cudaDriverGetVersion(&v) == cudaSuccess && v > 0 ? format_version(v) : "";
+}
+std::string runtime_version() {
+  int v = 0;
+  return cudaRuntimeGetVersion(&v) == cudaSuccess && v > 0 ? format_version(v) : "";
+}
+bool cudnn_usable() { return device_count() > 0 && torch::cuda::cudnn_is_available(); }
+std::string cudnn_version() {
+  if (!at::detail::getCUDAHooks().hasCuDNN()) return "";
+  const long v = at::detail::getCUDAHooks().versionCuDNN();
+  return v > 0 ? std::to_string(v) : "";
+}
+
+std::unique_ptr<Timeline> make_timeline(int index) { return std::make_unique<CudaTimeline>(index); }
+
+void synchronize(int index) {
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+  check(cudaStreamSynchronize(current_stream(index)), "cudaStreamSynchronize", index);
+}
+
+std::unique_ptr<Fence> record_fence(int index) { return std::make_unique<CudaFence>(index); }
+
+void reset_peak_memory(int index) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
+}
+
+std::int64_t peak_memory_bytes(int index) {
+  const auto stats =
+      c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return stats.allocated_bytes[0].peak;  // index 0 is StatType::AGGREGATE in 1.13 and 2.x
+}
+
+void release_cached_memory(int index) {
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+  c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+}  // namespace torchprobe::backend::detail

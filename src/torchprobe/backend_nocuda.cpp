@@ -1,0 +1,29 @@
+// The CUDA half of the device seam for a LibTorch built without CUDA: no device exists,
+// and any attempt to use one is a programming error (device parsing rejects it earlier).
+#include <stdexcept>
+
+#include "torchprobe/backend_detail.h"
+
+namespace torchprobe::backend::detail {
+namespace {
+[[noreturn]] void no_cuda() {
+  throw std::logic_error("torchprobe was built against a LibTorch without CUDA support");
+}
+}  // namespace
+
+bool compiled() { return false; }
+int device_count() { return 0; }
+std::string unavailable_reason() { return "this LibTorch was built without CUDA support"; }
+CudaDeviceInfo device_info(int) { no_cuda(); }
+std::string driver_version() { return ""; }
+std::string runtime_version() { return ""; }
+bool cudnn_usable() { return false; }
+std::string cudnn_version() { return ""; }
+std::unique_ptr<Timeline> make_timeline(int) { no_cuda(); }
+void synchronize(int) { no_cuda(); }
+std::unique_ptr<Fence> record_fence(int) { no_cuda(); }
+void reset_peak_memory(int) { no_cuda(); }
+std::int64_t peak_memory_bytes(int) { no_cuda(); }
+void release_cached_memory(int) { no_cuda(); }
+
+}  // namespace torchprobe::backend::detail

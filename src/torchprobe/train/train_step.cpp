@@ -1,0 +1,72 @@
+#include "torchprobe/train/train_step.h"
+
+#include <torch/nn/functional/loss.h>
+#include <torch/utils.h>
+
+namespace torchprobe::train {
+
+TrainStep::TrainStep(models::Classifier model, torch::Device device, StepOptions options)
+    : model_(std::move(model)),
+      device_(device),
+      optimizer_((model_->to(device_), model_->parameters()),
+                 torch::optim::SGDOptions(options.learning_rate).momentum(options.momentum)) {
+  model_->train();
+}
+
+template <typename Mark>
+torch::Tensor TrainStep::step(data::HostBatch& batch, Mark&& mark) {
+  torch::Tensor images = batch.images, labels = batch.labels;
+  if (device_.is_cuda()) {
+    if (!device_images_.defined() || device_images_.sizes() != batch.images.sizes()) {
+      device_images_ = torch::empty(batch.images.sizes(), batch.images.options().device(device_).pinned_memory(false));
+      device_labels_ = torch::empty(batch.labels.sizes(), batch.labels.options().device(device_).pinned_memory(false));
+    }
+    device_images_.copy_(batch.images, /*non_blocking=*/true);
+    device_labels_.copy_(batch.labels, /*non_blocking=*/true);
+    batch.in_flight = backend::record_fence(device_);
+    images = device_images_;
+    labels = device_labels_;
+  }
+  mark();
+  torch::Tensor logits = model_->forward(images);
+  mark();
+  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, labels);
+  mark();
+  loss.backward();
+  mark();
+  optimizer_.step();
+  optimizer_.zero_grad();
+  mark();
+  return loss.detach();
+}
+
+torch::Tensor TrainStep::run(data::HostBatch& batch) {
+  return step(batch, [] {});
+}
+
+std::array<double, kPhaseCount> TrainStep::run_instrumented(data::HostBatch& batch, backend::Timeline& timeline) {
+  timeline.clear();
+  timeline.mark();
+  step(batch, [&timeline] { timeline.mark(); });
+  const std::vector<double> ms = timeline.elapsed_ms();
+  std::array<double, kPhaseCount> out{};
+  for (int i = 0; i < kPhaseCount; ++i) out[i] = ms.at(static_cast<size_t>(i));
+  return out;
+}
+
+double evaluate_accuracy(const models::Classifier& model, const data::Dataset& dataset,
+                         const torch::Device& device, std::int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  std::int64_t correct = 0;
+  for (std::int64_t start = 0; start < dataset.size(); start += batch_size) {
+    const std::int64_t end = std::min(start + batch_size, dataset.size());
+    const torch::Tensor images = data::normalize_images(dataset.images.slice(0, start, end)).to(device);
+    const torch::Tensor predicted = model->forward(images).argmax(/*dim=*/1).cpu();
+    correct += predicted.eq(dataset.labels.slice(0, start, end)).sum().item<std::int64_t>();
+  }
+  model->train();
+  return dataset.size() ? static_cast<double>(correct) / static_cast<double>(dataset.size()) : 0.0;
+}
+
+}  // namespace torchprobe::train

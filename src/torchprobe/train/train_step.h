@@ -1,0 +1,54 @@
+#pragma once
+#include <array>
+#include <string>
+
+#include <torch/optim/sgd.h>
+#include <torch/types.h>
+
+#include "torchprobe/backend.h"
+#include "torchprobe/data/batcher.h"
+#include "torchprobe/models/classifier.h"
+
+namespace torchprobe::train {
+
+/// The phases of one step, in order. Names are used in counters, reports and NVTX ranges.
+enum class Phase { kH2D = 0, kForward, kLoss, kBackward, kOptimizer };
+constexpr int kPhaseCount = 5;
+constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"h2d", "forward", "loss", "backward", "optimizer"};
+
+struct StepOptions {
+  double learning_rate = 0.001;  ///< the tutorial's SGD(lr=0.001, momentum=0.9)
+  double momentum = 0.9;
+};
+
+/// One tutorial training step on a device: host-to-device copy of the batch (non_blocking
+/// from pinned memory on a GPU; nothing to copy on the CPU), forward, cross-entropy loss,
+/// backward, SGD step (then zero_grad for the next step). Device input buffers are reused.
+class TrainStep {
+ public:
+  TrainStep(models::Classifier model, torch::Device device, StepOptions options = {});
+
+  /// Queues one step; returns the loss (on the device: reading it waits for the step).
+  torch::Tensor run(data::HostBatch& batch);
+  /// The same step with a timeline mark at each phase boundary; returns per-phase ms.
+  /// Waits for the device once, at the end.
+  std::array<double, kPhaseCount> run_instrumented(data::HostBatch& batch, backend::Timeline& timeline);
+
+  const torch::Device& device() const { return device_; }
+  const models::Classifier& model() const { return model_; }
+
+ private:
+  template <typename Mark>
+  torch::Tensor step(data::HostBatch& batch, Mark&& mark);
+
+  models::Classifier model_;
+  torch::Device device_;
+  torch::optim::SGD optimizer_;
+  torch::Tensor device_images_, device_labels_;
+};
+
+/// Top-1 accuracy of `model` on `dataset` (eval mode, no grad), in [0, 1]. Restores train mode.
+double evaluate_accuracy(const models::Classifier& model, const data::Dataset& dataset,
+                         const torch::Device& device, std::int64_t batch_size = 500);
+
+}  // namespace torchprobe::train

@@ -1,0 +1,92 @@
+#include "torchprobe/device.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "torchprobe/error.h"
+
+using namespace torchprobe;
+
+TEST(DeviceParsing, AllIsTheCpuPlusEveryGpu) {
+  const auto none = parse_device_list("all", /*cuda_device_count=*/0);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_TRUE(none[0].is_cpu());
+  const auto two = parse_device_list("all", 2);
+  ASSERT_EQ(two.size(), 3u);
+  EXPECT_EQ(device_string(two[1]), "cuda:0");
+  EXPECT_EQ(device_string(two[2]), "cuda:1");
+}
+
+TEST(DeviceParsing, ListsKeepOrderDropDuplicatesAndExpandCuda) {
+  const auto devices = parse_device_list("cuda:1, cpu,cuda,cpu", 2);
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(device_string(devices[0]), "cuda:1");
+  EXPECT_EQ(device_string(devices[1]), "cpu");
+  EXPECT_EQ(device_string(devices[2]), "cuda:0");
+}
+
+TEST(DeviceParsing, AbsentGpuNamesWhatTheHostHas) {
+  EXPECT_THROW_WITH(parse_device_list("cuda:3", 1), InputError,
+                    "device cuda:3 not found (this host has 1 CUDA device: cuda:0)");
+  EXPECT_THROW_WITH(parse_device_list("cpu,cuda:2", 2), InputError,
+                    "device cuda:2 not found (this host has 2 CUDA devices: cuda:0, cuda:1)");
+  EXPECT_THROW_WITH(parse_device_list("cuda", 0), InputError, "device cuda not found (this host has no CUDA device");
+}
+
+TEST(DeviceParsing, CudaZeroOnThisHostWhenItHasNoGpu) {
+  if (backend::cuda_device_count() > 0) GTEST_SKIP() << "this host has a CUDA device";
+  EXPECT_THROW_WITH(parse_device("cuda:0"), InputError, "device cuda:0 not found (this host has no CUDA device");
+  EXPECT_THROW_WITH(parse_device_list("cuda:0"), InputError, "device cuda:0 not found (this host has no CUDA device");
+  if (!backend::cuda_compiled()) {
+    EXPECT_THROW_WITH(parse_device("cuda"), InputError, "this LibTorch was built without CUDA support");
+  }
+}
+
+TEST(DeviceParsing, MalformedStringsAreRejected) {
+  for (const char* bad : {"tpu", "cuda:", "cuda:x", "cuda:-1", "CPU", "", "cpu,,cuda", "cuda:1:2"}) {
+    SCOPED_TRACE(std::string("input: '") + bad + "'");
+    EXPECT_THROW_WITH(parse_device_list(bad, 4), InputError, "invalid device");
+  }
+  EXPECT_THROW_WITH(parse_device("gpu0"), InputError, "invalid device 'gpu0' (expected cpu, cuda, cuda:N or all)");
+}
+
+TEST(DeviceParsing, SingleDeviceCudaMeansCudaZero) {
+  EXPECT_TRUE(parse_device("cpu").is_cpu());
+  if (backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this host";
+  EXPECT_EQ(device_string(parse_device("cuda")), "cuda:0");
+}
+
+TEST(Inventory, DescribesTheCpuLibTorchAndBlas) {
+  const Inventory inv = collect_inventory();
+  EXPECT_FALSE(inv.libtorch_version.empty());
+  EXPECT_GT(inv.cpu.logical_cores, 0);
+  EXPECT_GT(inv.cpu.torch_threads, 0);
+  EXPECT_FALSE(inv.blas.vendor.empty());
+  EXPECT_EQ(static_cast<int>(inv.gpus.size()), backend::cuda_device_count());
+  const std::string json = inventory_json(inv);
+  for (const char* key : {"\"libtorch_version\"", "\"torch_threads\"", "\"blas\"", "\"vendor\"", "\"cuda\"", "\"devices\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  }
+  EXPECT_NE(inventory_text(inv).find("BLAS"), std::string::npos);
+}
+
+TEST(Inventory, BlasDetectionFindsTheLibraryServingSgemm) {
+  const BlasInfo blas = detect_blas();
+  // Debian's libtorch links the system libblas.so.3; the pip wheel carries MKL inside.
+  if (blas.library_path.empty()) {
+    EXPECT_NE(blas.vendor.find("linked into LibTorch"), std::string::npos) << blas.vendor;
+  } else {
+    EXPECT_NE(blas.library_path.find('/'), std::string::npos);
+  }
+  EXPECT_EQ(blas_warning(blas).empty(), !blas.is_reference);
+}
+
+TEST(Inventory, ReferenceBlasWarningSaysHowToFixIt) {
+  BlasInfo reference;
+  reference.vendor = "reference BLAS (netlib)";
+  reference.library_path = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
+  reference.is_reference = true;
+  const std::string warning = blas_warning(reference);
+  EXPECT_NE(warning.find("reference BLAS"), std::string::npos);
+  EXPECT_NE(warning.find("apt-get install libopenblas0-pthread"), std::string::npos);
+}

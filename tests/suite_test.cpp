@@ -1,0 +1,41 @@
+#include "suite.h"
+
+#include <benchmark/benchmark.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "test_util.h"
+#include "torchprobe/error.h"
+
+using namespace torchprobe;
+
+TEST(Suite, OneTrainBenchmarkPerDeviceModelAndBatch) {
+  bench::SuiteOptions options;
+  options.devices = {torch::Device(torch::kCPU), torch::Device(torch::kCUDA, 0), torch::Device(torch::kCUDA, 1)};
+  options.models = {"net", "resnet18"};
+  options.batch_sizes = {4, 64, 256};
+  const auto plan = bench::plan_train_benchmarks(options);
+  ASSERT_EQ(plan.size(), 3u * 2u * 3u);
+  std::set<std::string> names;
+  for (const auto& config : plan) names.insert(bench::train_benchmark_name(config));
+  EXPECT_EQ(names.size(), plan.size());
+  EXPECT_TRUE(names.count("train_step/net/cpu/batch:4"));
+  EXPECT_TRUE(names.count("train_step/resnet18/cuda:1/batch:256"));
+  EXPECT_TRUE(names.count("train_step/net/cuda:0/batch:64"));
+}
+
+TEST(Suite, RegistersWhatItPlansWithGoogleBenchmark) {
+  bench::SuiteOptions options;
+  options.devices = {torch::Device(torch::kCPU)};
+  options.models = {"net"};
+  options.batch_sizes = {2, 8};
+  auto ds = std::make_shared<const data::Dataset>(data::make_synthetic(16, 1));
+  const auto names = bench::register_suites(options, ds, "synthetic");
+  EXPECT_EQ(names, (std::vector<std::string>{"train_step/net/cpu/batch:2", "train_step/net/cpu/batch:8",
+                                             "data/parse_cifar10/images:50000", "data/assemble_batch/batch:256"}));
+}
+
+TEST(Suite, UnknownSuiteIsRejected) {
+  EXPECT_THROW_WITH(bench::check_suites({"train", "ops"}), InputError, "unknown suite 'ops' (known: train, data)");
+}

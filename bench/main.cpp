@@ -89,7 +89,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
                       (d.is_cuda() ? " (" + inventory.gpus.at(static_cast<size_t>(d.index())).name + ")" : "");
     }
     benchmark::AddCustomContext("devices", device_names);
-    benchmark::AddCustomContext("inventory", inventory_json(inventory));
+    benchmark::AddCustomContext("inventory", inventory_json(inventory, /*indent=*/-1));
     std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d threads, BLAS %s; %s\n", device_names.c_str(),
                  inventory.libtorch_version.c_str(), at::get_num_threads(), inventory.blas.vendor.c_str(),
                  data_label.c_str());

@@ -1,6 +1,7 @@
 #include "suite.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 

@@ -3,6 +3,28 @@
 # LibTorch: Debian's libtorch-dev (CPU), the official archive, or pip PyTorch's bundled copy
 # (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')).
 find_package(Torch REQUIRED)
+# TorchConfig finds c10 with find_library(c10 PATHS <its lib/>), which searches the system
+# directories first: with Debian's libtorch-dev also installed, a pip or archive LibTorch would
+# link Debian's libc10.so. Point TORCH_LIBRARIES at the selected LibTorch's own copies.
+set(_tp_own_lib "${TORCH_INSTALL_PREFIX}/lib")
+set(_tp_libraries "")
+foreach(_tp_item IN LISTS TORCH_LIBRARIES)
+  if(_tp_item MATCHES "^/.*/(lib(c10|torch)[^/]*\\.so)$")
+    set(_tp_name "${CMAKE_MATCH_1}")
+    if(EXISTS "${_tp_own_lib}/${_tp_name}" AND NOT _tp_item STREQUAL "${_tp_own_lib}/${_tp_name}")
+      message(STATUS "torchprobe: using ${_tp_own_lib}/${_tp_name} instead of ${_tp_item}")
+      set(_tp_item "${_tp_own_lib}/${_tp_name}")
+    endif()
+  endif()
+  list(APPEND _tp_libraries "${_tp_item}")
+endforeach()
+# pip's libtorch.so also exports its own static copy of std::filesystem, whose remove_all()
+# calls through a null pointer. Listing libstdc++ first makes the dynamic linker bind the
+# standard library's own definitions, for our code and for every test.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(_tp_libraries stdc++ ${_tp_libraries})
+endif()
+set(TORCH_LIBRARIES "${_tp_libraries}")
 # TorchConfig exports CAFFE2_USE_CUDA; it is the one switch for the CUDA half of the device seam.
 if(CAFFE2_USE_CUDA)
   set(TORCHPROBE_HAS_CUDA ON)
@@ -11,6 +33,8 @@ else()
 endif()
 message(STATUS "torchprobe: LibTorch ${Torch_VERSION}, CUDA support: ${TORCHPROBE_HAS_CUDA}")
 
+# Header-only: pip's LibTorch ships its own fmt headers ahead of the system ones on the include
+# path, so linking a prebuilt libfmt could mix two fmt versions. Header-only is always consistent.
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
 #include <cmath>
@@ -100,4 +101,38 @@ TEST(Backend, HostTimelineReturnsOneIntervalPerPairOfMarks) {
   EXPECT_GE(ms[0], 0.0);
   timeline->clear();
   EXPECT_TRUE(timeline->elapsed_ms().empty());
+}
+
+TEST(TrainStep, MatchesTorchOptimSgdOverSeveralSteps) {
+  // The flat-buffer SGD must be torch::optim::SGD(lr, momentum) step for step (momentum
+  // buffers included), for a model with BatchNorm as well as the plain CNN.
+  for (const char* name : {"net", "resnet18"}) {
+    SCOPED_TRACE(name);
+    auto ds = std::make_shared<const data::Dataset>(data::make_synthetic(8, 6));
+    data::Batcher batcher(ds, 8, /*pinned=*/false, /*seed=*/0, /*ring_size=*/1, /*shuffle=*/false);
+    data::HostBatch& batch = batcher.next();
+    torch::manual_seed(9);
+    models::Classifier ours = models::make_model(name);
+    torch::manual_seed(9);
+    models::Classifier reference = models::make_model(name);
+    train::TrainStep step(ours, torch::Device(torch::kCPU), train::StepOptions{0.02, 0.9});
+    torch::optim::SGD sgd(reference->parameters(), torch::optim::SGDOptions(0.02).momentum(0.9));
+    for (int i = 0; i < 4; ++i) {
+      const float loss = step.run(batch).item<float>();
+      sgd.zero_grad();
+      const torch::Tensor ref_loss = torch::nn::functional::cross_entropy(reference->forward(batch.images), batch.labels);
+      ref_loss.backward();
+      sgd.step();
+      EXPECT_NEAR(loss, ref_loss.item<float>(), 1e-5) << "step " << i;
+    }
+    const auto a = ours->named_parameters(), b = reference->named_parameters();
+    for (const auto& item : a) {
+      EXPECT_TRUE(torch::allclose(item.value(), b[item.key()], /*rtol=*/1e-4, /*atol=*/1e-6)) << item.key();
+    }
+    const auto buffers_a = ours->named_buffers(), buffers_b = reference->named_buffers();
+    for (const auto& item : buffers_a) {
+      EXPECT_TRUE(torch::allclose(item.value().to(torch::kFloat64), buffers_b[item.key()].to(torch::kFloat64), 1e-4, 1e-6))
+          << item.key();
+    }
+  }
 }

@@ -165,22 +165,38 @@ BlasInfo detect_blas() {
   BlasInfo info;
   // The library that really serves sgemm_ in this process (Debian's libtorch calls the
   // system libblas.so.3, whatever the alternatives system points it to).
+  void* sgemm_base = nullptr;
   if (void* sym = dlsym(RTLD_DEFAULT, "sgemm_")) {
     Dl_info where{};
     if (dladdr(sym, &where) != 0 && where.dli_fname != nullptr) {
       char resolved[PATH_MAX];
       info.library_path = realpath(where.dli_fname, resolved) ? resolved : where.dli_fname;
+      sgemm_base = where.dli_fbase;
     }
   }
-  using ConfigFn = char* (*)();
-  if (auto config = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
-    info.vendor = "OpenBLAS";
-    info.detail = config();
-    return info;
+  // OpenBLAS describes itself; ask the object that serves sgemm_ (Debian's liblapack.so.3 may be
+  // a separate OpenBLAS while libblas.so.3 is the reference implementation).
+  if (!info.library_path.empty()) {
+    if (void* handle = dlopen(info.library_path.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      using ConfigFn = char* (*)();
+      auto config = reinterpret_cast<ConfigFn>(dlsym(handle, "openblas_get_config"));
+      Dl_info where{};
+      if (config != nullptr && dladdr(reinterpret_cast<void*>(config), &where) != 0 && where.dli_fbase == sgemm_base) {
+        info.vendor = "OpenBLAS";
+        info.detail = config();
+      }
+      dlclose(handle);
+      if (!info.vendor.empty()) return info;
+    }
   }
   std::string lower = info.library_path;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower.find("openblas") != std::string::npos) {
+  const std::string file = lower.substr(lower.find_last_of('/') + 1);
+  if (lower.empty() || file.rfind("libtorch", 0) == 0) {
+    // No separate BLAS: pip and archive LibTorch carry MKL statically inside libtorch_cpu.
+    const std::string built_in = show_config_setting("BLAS_INFO");
+    info.vendor = built_in.empty() ? "unknown (no sgemm_ found)" : built_in + " (linked into LibTorch)";
+  } else if (lower.find("openblas") != std::string::npos) {
     info.vendor = "OpenBLAS";
   } else if (lower.find("mkl") != std::string::npos) {
     info.vendor = "MKL";
@@ -188,15 +204,12 @@ BlasInfo detect_blas() {
     info.vendor = "BLIS";
   } else if (lower.find("atlas") != std::string::npos) {
     info.vendor = "ATLAS";
-  } else if (!lower.empty() && lower.find("libblas.so") != std::string::npos) {
+  } else if (file.rfind("libblas.so", 0) == 0) {
     // Debian's netlib reference implementation lives in .../blas/libblas.so.3.
     info.vendor = "reference BLAS (netlib)";
     info.is_reference = true;
-  } else if (!lower.empty()) {
-    info.vendor = "unknown";
   } else {
-    const std::string built_in = show_config_setting("BLAS_INFO");
-    info.vendor = built_in.empty() ? "unknown (no sgemm_ found)" : built_in + " (linked into LibTorch)";
+    info.vendor = "unknown";
   }
   return info;
 }
@@ -231,7 +244,7 @@ Inventory collect_inventory() {
   return inv;
 }
 
-std::string inventory_json(const Inventory& inv) {
+std::string inventory_json(const Inventory& inv, int indent) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : inv.gpus) {
     gpus.push_back({{"device", "cuda:" + std::to_string(g.index)},
@@ -266,7 +279,7 @@ std::string inventory_json(const Inventory& inv) {
         {"cudnn_version", inv.cudnn_version},
         {"devices", gpus}}},
   };
-  return doc.dump(2);
+  return doc.dump(indent);
 }
 
 std::string inventory_text(const Inventory& inv) {

@@ -56,8 +56,8 @@ struct Inventory {
   std::vector<backend::CudaDeviceInfo> gpus;
 };
 Inventory collect_inventory();
-/// The inventory as a JSON document (pretty-printed), the form kept with results.
-std::string inventory_json(const Inventory& inventory);
+/// The inventory as a JSON document, the form kept with results (indent -1: one line).
+std::string inventory_json(const Inventory& inventory, int indent = 2);
 /// The inventory as aligned text for a terminal.
 std::string inventory_text(const Inventory& inventory);
 

@@ -1,6 +1,7 @@
 #include "torchprobe/models/registry.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "torchprobe/error.h"
 #include "torchprobe/models/net.h"

@@ -6,11 +6,43 @@
 namespace torchprobe::train {
 
 TrainStep::TrainStep(models::Classifier model, torch::Device device, StepOptions options)
-    : model_(std::move(model)),
-      device_(device),
-      optimizer_((model_->to(device_), model_->parameters()),
-                 torch::optim::SGDOptions(options.learning_rate).momentum(options.momentum)) {
+    : model_(std::move(model)), device_(device), options_(options) {
+  model_->to(device_);
   model_->train();
+  flatten_parameters();
+}
+
+void TrainStep::flatten_parameters() {
+  torch::NoGradGuard no_grad;
+  const auto params = model_->parameters();
+  std::int64_t total = 0;
+  for (const auto& p : params) total += p.numel();
+  const auto options = params.front().options();
+  flat_params_ = torch::empty({total}, options);
+  flat_grads_ = torch::zeros({total}, options);
+  std::int64_t offset = 0;
+  for (auto p : params) {
+    const std::int64_t n = p.numel();
+    torch::Tensor slot = flat_params_.narrow(0, offset, n);
+    slot.copy_(p.reshape({n}));
+    p.set_data(slot.view(p.sizes()));
+    // Autograd accumulates in place into a defined .grad, so backward fills flat_grads_.
+    p.mutable_grad() = flat_grads_.narrow(0, offset, n).view(p.sizes());
+    offset += n;
+  }
+}
+
+void TrainStep::sgd_step() {
+  // torch::optim::SGD with momentum, no dampening, weight decay or Nesterov:
+  // buf = grad on the first step, then buf = momentum * buf + grad; p -= lr * buf.
+  torch::NoGradGuard no_grad;
+  if (!momentum_.defined()) {
+    momentum_ = flat_grads_.clone();
+  } else {
+    momentum_.mul_(options_.momentum).add_(flat_grads_);
+  }
+  flat_params_.add_(momentum_, -options_.learning_rate);
+  flat_grads_.zero_();
 }
 
 template <typename Mark>
@@ -34,8 +66,7 @@ torch::Tensor TrainStep::step(data::HostBatch& batch, Mark&& mark) {
   mark();
   loss.backward();
   mark();
-  optimizer_.step();
-  optimizer_.zero_grad();
+  sgd_step();
   mark();
   return loss.detach();
 }

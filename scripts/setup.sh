@@ -49,12 +49,15 @@ torchprobe_pip_libtorch() {
 }
 
 torchprobe_build() {
-  local generator=()
+  local generator=() stamp="$TORCHPROBE_BUILD_DIR/.torchprobe-configure-args"
   command -v ninja >/dev/null && generator=(-G Ninja)
+  # A tree configured with other arguments (another LibTorch) is configured afresh.
+  if [[ -f "$stamp" && "$(cat "$stamp")" != "$*" ]]; then rm -f "$TORCHPROBE_BUILD_DIR/CMakeCache.txt"; fi
   if [[ ! -f "$TORCHPROBE_BUILD_DIR/CMakeCache.txt" ]]; then
     tp_log "configuring $TORCHPROBE_BUILD_DIR (Release)"
     cmake -S "$TORCHPROBE_ROOT" -B "$TORCHPROBE_BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DTORCHPROBE_ENABLE_WARNINGS_AS_ERRORS=ON "$@" >/dev/null
+    mkdir -p "$TORCHPROBE_BUILD_DIR" && echo "$*" > "$stamp"
   fi
   tp_log "building $TORCHPROBE_BUILD_DIR"
   cmake --build "$TORCHPROBE_BUILD_DIR" -j "$(nproc)"

@@ -17,6 +17,7 @@
 #include "torchprobe/data/cifar10.h"
 #include "torchprobe/device.h"
 #include "torchprobe/error.h"
+#include "torchprobe/nvtx.h"
 
 namespace {
 
@@ -53,27 +54,35 @@ std::string flag_value(int argc, char** argv, const char* flag) {
   return value;
 }
 
+/// Flags of this program besides the suite options; filled in by CLI11 during run_cli's parse.
+struct ProgramFlags {
+  std::string devices = "all";
+  std::string data_dir;
+  int threads = 0;
+  bool aten_nvtx = false;
+};
+
 int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
-               torchprobe::bench::SuiteOptions& options, const std::string& devices, const std::string& data_dir,
-               int threads) {
+               torchprobe::bench::SuiteOptions& options, const ProgramFlags& flags) {
   return torchprobe::run_cli(app, argc, argv, [&] {
     using namespace torchprobe;
-    if (threads > 0) at::set_num_threads(threads);
+    if (flags.threads > 0) at::set_num_threads(flags.threads);
     if (!format.empty() && format != "console" && format != "json") {
       throw InputError(fmt::format("--benchmark_format={} is not supported (console or json; for CSV use "
                                    "--benchmark_out_format=csv or torchprobe report)", format));
     }
-    options.devices = parse_device_list(devices);
+    options.devices = parse_device_list(flags.devices);
     bench::check_suites(options.suites);
+    if (flags.aten_nvtx) backend::enable_aten_nvtx_ranges();
 
     std::shared_ptr<const data::Dataset> train;
     std::string data_label;
-    if (data_dir.empty()) {
+    if (flags.data_dir.empty()) {
       train = std::make_shared<const data::Dataset>(data::make_synthetic(kSyntheticImages, /*seed=*/1));
       data_label = fmt::format("synthetic data ({} images)", kSyntheticImages);
     } else {
-      train = std::make_shared<const data::Dataset>(data::load_cifar10(data_dir, data::Split::kTrain));
-      data_label = fmt::format("CIFAR-10 {} ({} images)", data_dir, train->size());
+      train = std::make_shared<const data::Dataset>(data::load_cifar10(flags.data_dir, data::Split::kTrain));
+      data_label = fmt::format("CIFAR-10 {} ({} images)", flags.data_dir, train->size());
     }
     bench::register_suites(options, train, data_label);
 
@@ -93,6 +102,10 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
     std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d threads, BLAS %s; %s\n", device_names.c_str(),
                  inventory.libtorch_version.c_str(), at::get_num_threads(), inventory.blas.vendor.c_str(),
                  data_label.c_str());
+    if (options.profile) {
+      std::fprintf(stderr, "torchprobe-bench: profile mode: %d samples per training benchmark, no statistics%s\n",
+                   bench::kProfileSamples, nvtx::enabled() ? "" : " (this build has no NVTX ranges)");
+    }
     const std::string warning = blas_warning(inventory.blas);
     if (!warning.empty()) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", warning.c_str());
 
@@ -122,22 +135,24 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
 
 int main(int argc, char** argv) {
   torchprobe::bench::SuiteOptions options;
-  std::string devices = "all", data_dir;
-  int threads = 0;
+  ProgramFlags flags;
   CLI::App app{"torchprobe-bench: full CIFAR-10 training steps and the data pipeline on the CPU and every GPU"};
   app.footer(
       "Google Benchmark's own flags work as usual, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
       "--benchmark_out=FILE --benchmark_out_format=json, --benchmark_min_time=SECONDS, --benchmark_list_tests.");
-  app.add_option("--devices", devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();
+  app.add_option("--devices", flags.devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();
   app.add_option("--models", options.models, "Models to train (net, resnet18)")->delimiter(',')->capture_default_str();
   app.add_option("--batch-sizes", options.batch_sizes, "Batch sizes")->delimiter(',')->capture_default_str();
   app.add_option("--suites", options.suites, "Suites to run (train, data)")->delimiter(',')->capture_default_str();
-  app.add_option("--threads", threads, "LibTorch intra-op threads (default: LibTorch's own)")->check(CLI::PositiveNumber);
-  app.add_option("--data", data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
+  app.add_option("--threads", flags.threads, "LibTorch intra-op threads (default: LibTorch's own)")->check(CLI::PositiveNumber);
+  app.add_option("--data", flags.data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
   app.add_option("--steps-per-sample", options.steps_per_sample,
                  "Training steps per timed sample (0: 1 on the CPU, ~5 ms of work on a GPU)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("--profile", options.profile,
+               "Profiling mode: a few samples per benchmark, no statistics (for nsys; see scripts/profile.sh)");
+  app.add_flag("--aten-nvtx", flags.aten_nvtx, "Also an NVTX range per ATen op with input shapes (CUDA LibTorch only)");
 
   for (int i = 1; i < argc; ++i) {  // our help, not Google Benchmark's
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -147,5 +162,5 @@ int main(int argc, char** argv) {
   }
   const std::string format = flag_value(argc, argv, "--benchmark_format");
   benchmark::Initialize(&argc, argv);
-  return run_suites(argc, argv, app, format, options, devices, data_dir, threads);
+  return run_suites(argc, argv, app, format, options, flags);
 }

@@ -19,7 +19,13 @@ struct SuiteOptions {
   /// Training steps per timed sample; 0 picks one per device (1 on the CPU, enough for
   /// ~5 ms of GPU work per sample so the closing synchronisation is amortised).
   int steps_per_sample = 0;
+  /// Profiling mode (as nvbench's --profile): each training benchmark runs a fixed, small number
+  /// of samples once, with no statistics and no instrumented phase pass, for use under nsys.
+  bool profile = false;
 };
+
+/// Samples per training benchmark in profiling mode.
+constexpr int kProfileSamples = 10;
 
 struct TrainConfig {
   std::string model;

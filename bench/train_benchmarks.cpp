@@ -14,6 +14,7 @@
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/error.h"
 #include "torchprobe/models/registry.h"
+#include "torchprobe/nvtx.h"
 #include "torchprobe/stats.h"
 #include "torchprobe/train/train_step.h"
 
@@ -42,7 +43,7 @@ void announce(const std::string& name, size_t total) {
 }
 
 void run_train_step(benchmark::State& state, const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
-                    int requested_steps_per_sample) {
+                    int requested_steps_per_sample, bool profile) {
   if (config.batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", config.batch_size));
   const torch::Device device = config.device;
   backend::reset_peak_memory(device);
@@ -78,6 +79,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   // the one that closes the sample. The reported iteration time is per step.
   auto timeline = backend::make_timeline(device);
   double total_ms = 0.0;
+  backend::profiler_capture_start();
   for (auto _ : state) {
     timeline->clear();
     timeline->mark();
@@ -87,6 +89,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
     total_ms += step_ms;
     state.SetIterationTime(step_ms / 1e3);
   }
+  backend::profiler_capture_stop();
   const float last_loss = loss.item<float>();
   if (!std::isfinite(last_loss)) throw std::runtime_error(fmt::format("the loss became {} during the run", last_loss));
   const std::int64_t peak_bytes = backend::peak_memory_bytes(device);
@@ -94,7 +97,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   // Per-phase split, in a separate instrumented pass so the headline figure is unperturbed.
   std::array<std::vector<double>, train::kPhaseCount> phase_ms;
   const auto phase_start = Clock::now();
-  for (int i = 0; i < kMaxPhaseSteps && (i == 0 || seconds_since(phase_start) < kPhaseBudgetSeconds); ++i) {
+  for (int i = 0; !profile && i < kMaxPhaseSteps && (i == 0 || seconds_since(phase_start) < kPhaseBudgetSeconds); ++i) {
     const auto phases = step.run_instrumented(*batches[next++ % batches.size()], *timeline);
     for (int p = 0; p < train::kPhaseCount; ++p) phase_ms[p].push_back(phases[p]);
   }
@@ -103,7 +106,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   state.counters["images_per_s"] = benchmark::Counter(iterations * static_cast<double>(config.batch_size),
                                                       benchmark::Counter::kIsRate);
   state.counters["ms_per_step"] = benchmark::Counter(total_ms, benchmark::Counter::kAvgIterations);
-  for (int p = 0; p < train::kPhaseCount; ++p) {
+  for (int p = 0; p < train::kPhaseCount && !profile; ++p) {
     state.counters[std::string(train::kPhaseNames[p]) + "_ms"] = median(phase_ms[p]);
   }
   state.counters["peak_mem_mib"] = static_cast<double>(peak_bytes) / (1024.0 * 1024.0);
@@ -122,21 +125,26 @@ std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
   for (const auto& config : plan) {
     const std::string name = train_benchmark_name(config);
     const int steps_per_sample = options.steps_per_sample;
+    const bool profile = options.profile;
     const size_t total = plan.size();
-    benchmark::RegisterBenchmark(name.c_str(),
-                                 [=](benchmark::State& state) {
-                                   announce(name, total);
-                                   state.SetLabel(data_label);
-                                   try {
-                                     run_train_step(state, config, train_data, steps_per_sample);
-                                   } catch (const std::exception& e) {
-                                     state.SkipWithError(short_message(e).c_str());
-                                   }
-                                   // After an OOM, hand cached blocks back so later configs start clean.
-                                   if (config.device.is_cuda()) backend::release_cached_memory(config.device);
-                                 })
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+    // The benchmark's outer NVTX range, registered once here rather than formatted per call.
+    const auto range = std::make_shared<const nvtx::Name>(name, nvtx::colors::kBenchmark);
+    auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+      announce(name, total);
+      state.SetLabel(data_label);
+      {
+        nvtx::Range outer(*range);
+        try {
+          run_train_step(state, config, train_data, steps_per_sample, profile);
+        } catch (const std::exception& e) {
+          state.SkipWithError(short_message(e).c_str());
+        }
+      }
+      // After an OOM, hand cached blocks back so later configs start clean.
+      if (config.device.is_cuda()) backend::release_cached_memory(config.device);
+    });
+    benchmark->UseManualTime()->Unit(benchmark::kMillisecond);
+    if (profile) benchmark->Iterations(kProfileSamples)->Repetitions(1);
     names.push_back(name);
   }
   return names;

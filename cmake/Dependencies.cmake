@@ -36,6 +36,27 @@ message(STATUS "torchprobe: LibTorch ${Torch_VERSION}, CUDA support: ${TORCHPROB
 # Header-only: pip's LibTorch ships its own fmt headers ahead of the system ones on the include
 # path, so linking a prebuilt libfmt could mix two fmt versions. Header-only is always consistent.
 find_package(fmt REQUIRED)
+# NVTX3 is header-only: the CUDA toolkit's CUDA::nvtx3 target, or standalone NVTX headers.
+# Without it (or with TORCHPROBE_ENABLE_NVTX=OFF) every range compiles to nothing.
+set(TORCHPROBE_HAS_NVTX OFF)
+if(TORCHPROBE_ENABLE_NVTX)
+  find_package(CUDAToolkit QUIET)
+  if(TARGET CUDA::nvtx3)
+    set(TORCHPROBE_NVTX_TARGET CUDA::nvtx3)
+    set(TORCHPROBE_HAS_NVTX ON)
+  else()
+    find_path(TORCHPROBE_NVTX3_INCLUDE_DIR nvtx3/nvToolsExt.h)
+    if(TORCHPROBE_NVTX3_INCLUDE_DIR)
+      add_library(torchprobe_nvtx3 INTERFACE)
+      target_include_directories(torchprobe_nvtx3 INTERFACE "${TORCHPROBE_NVTX3_INCLUDE_DIR}")
+      target_link_libraries(torchprobe_nvtx3 INTERFACE ${CMAKE_DL_LIBS})
+      set(TORCHPROBE_NVTX_TARGET torchprobe_nvtx3)
+      set(TORCHPROBE_HAS_NVTX ON)
+    endif()
+  endif()
+endif()
+message(STATUS "torchprobe: NVTX ranges: ${TORCHPROBE_HAS_NVTX}")
+
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 if(TORCHPROBE_BUILD_BENCH)

@@ -7,6 +7,8 @@
 #   TORCHPROBE_SKIP_APT=1  never call apt-get (only check)
 #   CMAKE_PREFIX_PATH      debian flavour only: use another LibTorch (official archive, pip) instead
 #   CUDA_HOME              CUDA toolkit for the cuda flavour (default /usr/local/cuda)
+#   TORCHPROBE_DEBIAN_NVTX=OFF  build the debian flavour without NVTX ranges (CI does, so both
+#                          configurations are built and tested; default ON where NVTX3 headers exist)
 
 TORCHPROBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The PyTorch wheel of the cuda flavour: the version the project's reference GPU host runs.
@@ -68,12 +70,13 @@ torchprobe_setup() {
   case "$flavour" in
     debian)
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_BUILD_DIR:-$TORCHPROBE_ROOT/build}"
+      local nvtx=(-DTORCHPROBE_ENABLE_NVTX="${TORCHPROBE_DEBIAN_NVTX:-ON}")
       if [[ -n "${CMAKE_PREFIX_PATH:-}" ]]; then
         torchprobe_install_packages "${TORCHPROBE_DEBS[@]}"
-        torchprobe_build -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH"
+        torchprobe_build "${nvtx[@]}" -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH"
       else
         torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" libtorch-dev
-        torchprobe_build
+        torchprobe_build "${nvtx[@]}"
       fi
       ;;
     cuda)

@@ -65,6 +65,14 @@ std::int64_t peak_memory_bytes(const torch::Device& device);
 /// Returns cached, unused allocator blocks to the device (no-op on the CPU).
 void release_cached_memory(const torch::Device& device);
 
+/// Brackets the measured region for profilers that capture one range (nsys
+/// --capture-range=cudaProfilerApi): cudaProfilerStart/Stop on CUDA builds, nothing otherwise.
+void profiler_capture_start();
+void profiler_capture_stop();
+/// Per-ATen-op NVTX ranges (with input shapes) from LibTorch's profiler in NVTX mode, as
+/// PyTorch's emit_nvtx does, on the calling thread. Throws InputError without a CUDA LibTorch.
+void enable_aten_nvtx_ranges();
+
 /// Whether tensors headed for this device should be staged in pinned host memory.
 bool wants_pinned_staging(const torch::Device& device);
 

@@ -6,7 +6,9 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/cuda.h>
 
 #include <stdexcept>
@@ -146,6 +148,15 @@ std::int64_t peak_memory_bytes(int index) {
 void release_cached_memory(int index) {
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
   c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+void profiler_start() { cudaProfilerStart(); }
+void profiler_stop() { cudaProfilerStop(); }
+
+void enable_aten_nvtx() {
+  using torch::profiler::impl::ProfilerConfig;
+  using torch::profiler::impl::ProfilerState;
+  torch::autograd::profiler::enableProfilerLegacy(ProfilerConfig(ProfilerState::NVTX, /*report_input_shapes=*/true));
 }
 
 }  // namespace torchprobe::backend::detail

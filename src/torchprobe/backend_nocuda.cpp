@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "torchprobe/backend_detail.h"
+#include "torchprobe/error.h"
 
 namespace torchprobe::backend::detail {
 namespace {
@@ -25,5 +26,10 @@ std::unique_ptr<Fence> record_fence(int) { no_cuda(); }
 void reset_peak_memory(int) { no_cuda(); }
 std::int64_t peak_memory_bytes(int) { no_cuda(); }
 void release_cached_memory(int) { no_cuda(); }
+void profiler_start() {}
+void profiler_stop() {}
+void enable_aten_nvtx() {
+  throw InputError("per-op NVTX ranges need a CUDA-enabled LibTorch (its profiler's NVTX mode); this one is CPU-only");
+}
 
 }  // namespace torchprobe::backend::detail

@@ -3,7 +3,21 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/utils.h>
 
+#include "torchprobe/nvtx.h"
+
 namespace torchprobe::train {
+namespace {
+
+/// The NVTX range of each phase, registered once per process.
+const nvtx::Name& phase_range(Phase phase) {
+  static const nvtx::Name names[kPhaseCount] = {
+      {kPhaseNames[0], nvtx::colors::kH2D},      {kPhaseNames[1], nvtx::colors::kForward},
+      {kPhaseNames[2], nvtx::colors::kLoss},     {kPhaseNames[3], nvtx::colors::kBackward},
+      {kPhaseNames[4], nvtx::colors::kOptimizer}};
+  return names[static_cast<int>(phase)];
+}
+
+}  // namespace
 
 TrainStep::TrainStep(models::Classifier model, torch::Device device, StepOptions options)
     : model_(std::move(model)), device_(device), options_(options) {
@@ -48,25 +62,41 @@ void TrainStep::sgd_step() {
 template <typename Mark>
 torch::Tensor TrainStep::step(data::HostBatch& batch, Mark&& mark) {
   torch::Tensor images = batch.images, labels = batch.labels;
-  if (device_.is_cuda()) {
-    if (!device_images_.defined() || device_images_.sizes() != batch.images.sizes()) {
-      device_images_ = torch::empty(batch.images.sizes(), batch.images.options().device(device_).pinned_memory(false));
-      device_labels_ = torch::empty(batch.labels.sizes(), batch.labels.options().device(device_).pinned_memory(false));
+  {
+    nvtx::Range range(phase_range(Phase::kH2D));
+    if (device_.is_cuda()) {
+      if (!device_images_.defined() || device_images_.sizes() != batch.images.sizes()) {
+        device_images_ = torch::empty(batch.images.sizes(), batch.images.options().device(device_).pinned_memory(false));
+        device_labels_ = torch::empty(batch.labels.sizes(), batch.labels.options().device(device_).pinned_memory(false));
+      }
+      device_images_.copy_(batch.images, /*non_blocking=*/true);
+      device_labels_.copy_(batch.labels, /*non_blocking=*/true);
+      batch.in_flight = backend::record_fence(device_);
+      images = device_images_;
+      labels = device_labels_;
     }
-    device_images_.copy_(batch.images, /*non_blocking=*/true);
-    device_labels_.copy_(batch.labels, /*non_blocking=*/true);
-    batch.in_flight = backend::record_fence(device_);
-    images = device_images_;
-    labels = device_labels_;
   }
   mark();
-  torch::Tensor logits = model_->forward(images);
+  torch::Tensor logits, loss;
+  {
+    nvtx::Range range(phase_range(Phase::kForward));
+    logits = model_->forward(images);
+  }
   mark();
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, labels);
+  {
+    nvtx::Range range(phase_range(Phase::kLoss));
+    loss = torch::nn::functional::cross_entropy(logits, labels);
+  }
   mark();
-  loss.backward();
+  {
+    nvtx::Range range(phase_range(Phase::kBackward));
+    loss.backward();
+  }
   mark();
-  sgd_step();
+  {
+    nvtx::Range range(phase_range(Phase::kOptimizer));
+    sgd_step();
+  }
   mark();
   return loss.detach();
 }

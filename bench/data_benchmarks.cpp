@@ -2,7 +2,6 @@
 // <= 0.5 s; assemble batches at >= 100 000 images/s on one core).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <memory>
@@ -11,6 +10,7 @@
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/data/cifar10.h"
 #include "torchprobe/error.h"
+#include "torchprobe/temp_dir.h"
 
 namespace torchprobe::bench {
 namespace {
@@ -20,25 +20,17 @@ constexpr std::int64_t kAssembleBatch = 256;
 // A temporary directory with the five training files in the official format; removed at exit.
 class TempCifarDir {
  public:
-  TempCifarDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "torchprobe-cifar-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory");
-    path_ = pattern;
+  TempCifarDir() : dir_("torchprobe-cifar") {
     const auto names = data::split_file_names(data::Split::kTrain);
     const std::int64_t per_file = data::kTrainImages / static_cast<std::int64_t>(names.size());
     for (size_t i = 0; i < names.size(); ++i) {
-      data::write_cifar10_file((std::filesystem::path(path_) / names[i]).string(),
-                               data::make_synthetic(per_file, /*seed=*/100 + i));
+      data::write_cifar10_file(dir_.file(names[i]), data::make_synthetic(per_file, /*seed=*/100 + i));
     }
   }
-  ~TempCifarDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
+  std::string path() const { return dir_.path().string(); }
 
  private:
-  std::string path_;
+  TempDir dir_;
 };
 
 const TempCifarDir& cifar_dir() {
@@ -48,7 +40,7 @@ const TempCifarDir& cifar_dir() {
 
 void parse_cifar10(benchmark::State& state) {
   try {
-    const std::string& dir = cifar_dir().path();
+    const std::string dir = cifar_dir().path();
     for (auto _ : state) {
       data::Dataset train = data::load_cifar10(dir, data::Split::kTrain);
       benchmark::DoNotOptimize(train.images.data_ptr());

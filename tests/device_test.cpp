@@ -79,6 +79,9 @@ TEST(Inventory, BlasDetectionFindsTheLibraryServingSgemm) {
     EXPECT_NE(blas.library_path.find('/'), std::string::npos);
   }
   EXPECT_EQ(blas_warning(blas).empty(), !blas.is_reference);
+  if (blas.vendor == "OpenBLAS") {
+    EXPECT_EQ(blas.detail.rfind("OpenBLAS ", 0), 0u) << "OpenBLAS's own config string";
+  }
 }
 
 TEST(Inventory, ReferenceBlasWarningSaysHowToFixIt) {

@@ -1,6 +1,8 @@
 // A minimal NVTX injection library for the tests: NVTX loads it when NVTX_INJECTION64_PATH names
 // it, and it records every range pushed and popped in any domain as text lines
-// ("push <domain> <name>" / "pop <domain>"), readable through torchprobe_nvtx_log().
+// ("push <domain> <name>" / "pop <domain>"; the default domain reads "<default>"), readable
+// through torchprobe_nvtx_log(). Every NVTX instance in the process (ours, LibTorch's) calls
+// InitializeInjectionNvtx2 with its own tables, so all of them report here.
 #include <nvtx3/nvToolsExt.h>
 
 #include <deque>
@@ -53,6 +55,15 @@ int NVTX_API range_pop(nvtxDomainHandle_t domain) {
   return --t_depth;
 }
 
+// The default domain (what LibTorch's profiler uses in NVTX mode).
+int NVTX_API default_push_a(const char* message) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_log += std::string("push <default> ") + (message ? message : "") + "\n";
+  return t_depth++;
+}
+int NVTX_API default_push_ex(const nvtxEventAttributes_t* attributes) { return range_push(nullptr, attributes); }
+int NVTX_API default_pop() { return range_pop(nullptr); }
+
 }  // namespace
 
 extern "C" {
@@ -69,6 +80,14 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExpor
   *table[NVTX_CBID_CORE2_DomainRegisterStringA] = reinterpret_cast<NvtxFunctionPointer>(&register_string);
   *table[NVTX_CBID_CORE2_DomainRangePushEx] = reinterpret_cast<NvtxFunctionPointer>(&range_push);
   *table[NVTX_CBID_CORE2_DomainRangePop] = reinterpret_cast<NvtxFunctionPointer>(&range_pop);
+  NvtxFunctionTable core = nullptr;
+  unsigned int core_size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) && core != nullptr &&
+      core_size > NVTX_CBID_CORE_RangePop) {
+    *core[NVTX_CBID_CORE_RangePushA] = reinterpret_cast<NvtxFunctionPointer>(&default_push_a);
+    *core[NVTX_CBID_CORE_RangePushEx] = reinterpret_cast<NvtxFunctionPointer>(&default_push_ex);
+    *core[NVTX_CBID_CORE_RangePop] = reinterpret_cast<NvtxFunctionPointer>(&default_pop);
+  }
   return 1;
 }
 

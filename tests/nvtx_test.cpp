@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "torchprobe/backend.h"
 #include "torchprobe/config.h"
+#include "torchprobe/error.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
 
@@ -105,6 +107,31 @@ TEST_F(Nvtx, RangesStayBalancedWhenAStepThrows) {
   ASSERT_GE(lines.size(), 2u);
   EXPECT_EQ(lines[lines.size() - 2], "push torchprobe loss");
   EXPECT_EQ(lines.back(), "pop torchprobe");
+}
+
+TEST_F(Nvtx, AtenOpRangesOnlyWhenAskedFor) {
+  torch::manual_seed(0);
+  const models::Classifier net = models::make_model("net");
+  const torch::Tensor x = torch::randn({2, 3, 32, 32});
+  const auto count_aten = [&] {
+    size_t n = 0;
+    for (const auto& line : recorder_.lines()) n += line.rfind("push <default> aten::conv2d", 0) == 0 ? 1 : 0;
+    return n;
+  };
+  net->forward(x);
+  EXPECT_EQ(count_aten(), 0u) << "per-op ranges are off by default";
+#ifdef TORCHPROBE_HAS_CUDA
+  backend::enable_aten_nvtx_ranges();
+  net->forward(x);
+  backend::disable_aten_nvtx_ranges();
+  EXPECT_EQ(count_aten(), 2u) << "one range per conv2d of net, with input shapes";
+  EXPECT_TRUE(balanced(recorder_.lines()));
+  recorder_.clear();
+  net->forward(x);
+  EXPECT_EQ(count_aten(), 0u) << "switched off again";
+#else
+  EXPECT_THROW(backend::enable_aten_nvtx_ranges(), InputError);
+#endif
 }
 
 TEST(NvtxBuild, RangesAreHarmlessWithoutATool) {

@@ -72,6 +72,8 @@ void profiler_capture_stop();
 /// Per-ATen-op NVTX ranges (with input shapes) from LibTorch's profiler in NVTX mode, as
 /// PyTorch's emit_nvtx does, on the calling thread. Throws InputError without a CUDA LibTorch.
 void enable_aten_nvtx_ranges();
+/// Switches them off again (no-op where they were never on).
+void disable_aten_nvtx_ranges();
 
 /// Whether tensors headed for this device should be staged in pinned host memory.
 bool wants_pinned_staging(const torch::Device& device);

@@ -73,6 +73,7 @@ void release_cached_memory(const torch::Device& device) {
 void profiler_capture_start() { detail::profiler_start(); }
 void profiler_capture_stop() { detail::profiler_stop(); }
 void enable_aten_nvtx_ranges() { detail::enable_aten_nvtx(); }
+void disable_aten_nvtx_ranges() { detail::disable_aten_nvtx(); }
 
 bool wants_pinned_staging(const torch::Device& device) { return device.is_cuda(); }
 

@@ -159,4 +159,8 @@ void enable_aten_nvtx() {
   torch::autograd::profiler::enableProfilerLegacy(ProfilerConfig(ProfilerState::NVTX, /*report_input_shapes=*/true));
 }
 
+void disable_aten_nvtx() {
+  if (torch::profiler::impl::profilerEnabled()) torch::autograd::profiler::disableProfilerLegacy();
+}
+
 }  // namespace torchprobe::backend::detail

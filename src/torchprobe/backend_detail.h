@@ -25,5 +25,6 @@ void release_cached_memory(int index);
 void profiler_start();
 void profiler_stop();
 void enable_aten_nvtx();
+void disable_aten_nvtx();
 
 }  // namespace torchprobe::backend::detail

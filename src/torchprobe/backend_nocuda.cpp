@@ -31,5 +31,6 @@ void profiler_stop() {}
 void enable_aten_nvtx() {
   throw InputError("per-op NVTX ranges need a CUDA-enabled LibTorch (its profiler's NVTX mode); this one is CPU-only");
 }
+void disable_aten_nvtx() {}
 
 }  // namespace torchprobe::backend::detail

@@ -165,23 +165,20 @@ BlasInfo detect_blas() {
   BlasInfo info;
   // The library that really serves sgemm_ in this process (Debian's libtorch calls the
   // system libblas.so.3, whatever the alternatives system points it to).
-  void* sgemm_base = nullptr;
   if (void* sym = dlsym(RTLD_DEFAULT, "sgemm_")) {
     Dl_info where{};
     if (dladdr(sym, &where) != 0 && where.dli_fname != nullptr) {
       char resolved[PATH_MAX];
       info.library_path = realpath(where.dli_fname, resolved) ? resolved : where.dli_fname;
-      sgemm_base = where.dli_fbase;
     }
   }
-  // OpenBLAS describes itself; ask the object that serves sgemm_ (Debian's liblapack.so.3 may be
-  // a separate OpenBLAS while libblas.so.3 is the reference implementation).
+  // OpenBLAS describes itself. Ask only the library that serves sgemm_ and its own dependencies
+  // (Debian's openblas libblas.so.3 wraps libopenblas.so.0): a global look-up could find the
+  // OpenBLAS behind liblapack.so.3 while libblas.so.3 is the reference implementation.
   if (!info.library_path.empty()) {
     if (void* handle = dlopen(info.library_path.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
       using ConfigFn = char* (*)();
-      auto config = reinterpret_cast<ConfigFn>(dlsym(handle, "openblas_get_config"));
-      Dl_info where{};
-      if (config != nullptr && dladdr(reinterpret_cast<void*>(config), &where) != 0 && where.dli_fbase == sgemm_base) {
+      if (auto config = reinterpret_cast<ConfigFn>(dlsym(handle, "openblas_get_config"))) {
         info.vendor = "OpenBLAS";
         info.detail = config();
       }

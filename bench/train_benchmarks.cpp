@@ -94,20 +94,21 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   if (!std::isfinite(last_loss)) throw std::runtime_error(fmt::format("the loss became {} during the run", last_loss));
   const std::int64_t peak_bytes = backend::peak_memory_bytes(device);
 
-  // Per-phase split, in a separate instrumented pass so the headline figure is unperturbed.
-  std::array<std::vector<double>, train::kPhaseCount> phase_ms;
-  const auto phase_start = Clock::now();
-  for (int i = 0; !profile && i < kMaxPhaseSteps && (i == 0 || seconds_since(phase_start) < kPhaseBudgetSeconds); ++i) {
-    const auto phases = step.run_instrumented(*batches[next++ % batches.size()], *timeline);
-    for (int p = 0; p < train::kPhaseCount; ++p) phase_ms[p].push_back(phases[p]);
-  }
-
   const auto iterations = static_cast<double>(state.iterations());
   state.counters["images_per_s"] = benchmark::Counter(iterations * static_cast<double>(config.batch_size),
                                                       benchmark::Counter::kIsRate);
   state.counters["ms_per_step"] = benchmark::Counter(total_ms, benchmark::Counter::kAvgIterations);
-  for (int p = 0; p < train::kPhaseCount && !profile; ++p) {
-    state.counters[std::string(train::kPhaseNames[p]) + "_ms"] = median(phase_ms[p]);
+  if (!profile) {
+    // Per-phase split, in a separate instrumented pass so the headline figure is unperturbed.
+    std::array<std::vector<double>, train::kPhaseCount> phase_ms;
+    const auto phase_start = Clock::now();
+    for (int i = 0; i < kMaxPhaseSteps && (i == 0 || seconds_since(phase_start) < kPhaseBudgetSeconds); ++i) {
+      const auto phases = step.run_instrumented(*batches[next++ % batches.size()], *timeline);
+      for (int p = 0; p < train::kPhaseCount; ++p) phase_ms[p].push_back(phases[p]);
+    }
+    for (int p = 0; p < train::kPhaseCount; ++p) {
+      state.counters[std::string(train::kPhaseNames[p]) + "_ms"] = median(phase_ms[p]);
+    }
   }
   state.counters["peak_mem_mib"] = static_cast<double>(peak_bytes) / (1024.0 * 1024.0);
   state.counters["batch"] = static_cast<double>(config.batch_size);

@@ -13,11 +13,6 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Returns "<context>: <what>", the form used when re-throwing with user-level context.
-inline std::string with_context(const std::string& context, const std::string& what) {
-  return context + ": " + what;
-}
-
 /// First line of an exception's message, without LibTorch's C++ backtrace.
 inline std::string short_message(const std::exception& e) {
   std::string text = e.what();

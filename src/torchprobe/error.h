@@ -5,13 +5,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace torchprobe {
+#include "torchprobe/input_error.h"
 
-/// Bad input from the user: a flag, a device string, a data file. The CLI exits 2 on it.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace torchprobe {
 
 /// First line of an exception's message, without LibTorch's C++ backtrace.
 inline std::string short_message(const std::exception& e) {

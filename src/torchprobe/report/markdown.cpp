@@ -1,0 +1,183 @@
+// report.md and the console summary: the same tables, two renderings.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "torchprobe/report/printers.h"
+#include "torchprobe/report/table.h"
+#include "torchprobe/report/views.h"
+
+namespace torchprobe::report {
+namespace {
+
+std::string rate_cell(const TrainRow& row, const std::string& device) {
+  const auto it = row.by_device.find(device);
+  if (it == row.by_device.end()) return "-";
+  const Result& r = *it->second;
+  if (r.failed()) return "failed";
+  std::string cell = format_rate(r.counter("images_per_s"));
+  if (r.cv_pct >= 0.0) cell += fmt::format(" ±{:.1f}%", r.cv_pct);
+  return cell;
+}
+
+/// Training images/s of one model: a column per device, then the speedup of each other device.
+Table training_table(const TrainView& view, const std::string& model) {
+  Table t;
+  t.header = {"batch"};
+  for (const auto& d : view.devices) t.header.push_back(d + " images/s");
+  for (const auto& d : view.devices) {
+    if (!view.baseline.empty() && d != view.baseline) t.header.push_back(d + " vs " + view.baseline);
+  }
+  t.right_aligned.assign(t.header.size(), true);
+  for (const auto& row : view.rows) {
+    if (row.model != model) continue;
+    std::vector<std::string> cells = {row.variant.empty() ? std::to_string(row.batch)
+                                                          : fmt::format("{} {}", row.batch, row.variant)};
+    for (const auto& d : view.devices) cells.push_back(rate_cell(row, d));
+    for (const auto& d : view.devices) {
+      if (!view.baseline.empty() && d != view.baseline) cells.push_back(format_ratio(speedup(row, d, view.baseline)));
+    }
+    t.add(cells);
+  }
+  return t;
+}
+
+Table phase_table(const ResultSet& results) {
+  Table t;
+  t.header = {"benchmark"};
+  for (const auto& p : kPhases) t.header.push_back(p + " ms");
+  t.header.insert(t.header.end(), {"sum of phases ms", "step ms"});
+  t.right_aligned.assign(t.header.size(), true);
+  t.right_aligned[0] = false;
+  for (const auto& r : results.results) {
+    if (r.suite != "train_step" || r.failed() || !r.has("forward_ms")) continue;
+    std::vector<std::string> cells = {r.name};
+    double sum = 0.0;
+    for (const auto& p : kPhases) {
+      const double ms = r.counter(p + "_ms");
+      if (std::isfinite(ms)) sum += ms;
+      cells.push_back(format_ms(ms));
+    }
+    cells.push_back(format_ms(sum));
+    cells.push_back(format_ms(r.median_ms));
+    t.add(cells);
+  }
+  return t;
+}
+
+std::string shape_of(const Result& r) {
+  std::string shape;
+  for (const auto& [k, v] : r.params) {
+    if (k != "dtype") shape += (shape.empty() ? "" : " ") + k + ":" + v;
+  }
+  return shape;
+}
+
+std::string cv_cell(const Result& r) { return r.cv_pct >= 0.0 ? format_pct(r.cv_pct) : "-"; }
+
+Table op_table(const ResultSet& results) {
+  Table t;
+  t.header = {"op", "device", "shape", "dtype", "median ms", "CV", "GFLOP/s", "GB/s", "FLOP/byte", "% of roof", "bound"};
+  t.right_aligned = {false, false, false, false, true, true, true, true, true, true, false};
+  for (const auto& r : results.results) {
+    if (r.suite != "op") continue;
+    if (r.failed()) {
+      t.add({r.subject, r.device_label, shape_of(r), r.dtype, "failed", "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    const OpMetrics m = op_metrics(r);
+    t.add({r.subject, r.device_label, shape_of(r), r.dtype, format_ms(r.median_ms), cv_cell(r), format_number(m.gflop_per_s),
+           format_number(m.gb_per_s), format_number(m.intensity), format_pct(m.pct_of_roof), m.bound.empty() ? "-" : m.bound});
+  }
+  return t;
+}
+
+Table other_table(const ResultSet& results) {
+  Table t;
+  t.header = {"benchmark", "device", "median ms", "CV", "images/s"};
+  t.right_aligned = {false, false, true, true, true};
+  for (const auto& r : results.results) {
+    if (r.suite == "train_step" || r.suite == "op") continue;
+    t.add({r.name, r.device_label, r.failed() ? "failed" : format_ms(r.median_ms), cv_cell(r),
+           format_rate(r.counter("images_per_s"))});
+  }
+  return t;
+}
+
+std::string context_line(const RunContext& c) {
+  std::string line = fmt::format("host `{}`", c.host.empty() ? "?" : c.host);
+  if (c.num_cpus > 0) line += fmt::format(" ({} CPUs)", c.num_cpus);
+  if (!c.date.empty()) line += ", " + c.date;
+  if (!c.libtorch_version.empty()) line += ", LibTorch " + c.libtorch_version;
+  if (!c.threads.empty()) line += ", " + c.threads + " threads";
+  if (!c.blas.empty()) line += ", BLAS " + c.blas;
+  if (!c.torchprobe_version.empty()) line += ", torchprobe " + c.torchprobe_version;
+  if (!c.data.empty()) line += "; " + c.data;
+  return line;
+}
+
+}  // namespace
+
+std::string to_markdown(const ResultSet& results, const std::vector<Chart>& charts, const ReportOptions& options) {
+  std::string out = "# torchprobe report\n\n";
+  for (const auto& c : results.contexts) out += fmt::format("- `{}`: {}\n", c.source, context_line(c));
+
+  Table devices;
+  devices.header = {"device", "name", "details"};
+  std::set<std::string> seen;
+  std::set<std::string> hosts;
+  for (const auto& c : results.contexts) hosts.insert(c.host);
+  for (const auto& c : results.contexts) {
+    for (const auto& d : c.devices) {
+      const std::string label = hosts.size() > 1 ? d.id + "@" + c.host : d.id;
+      if (seen.insert(label).second) devices.add({label, d.name, d.details});
+    }
+  }
+  if (!devices.rows.empty()) out += "\n## Devices\n\n" + devices.markdown();
+
+  const TrainView view = train_view(results);
+  if (!view.rows.empty()) {
+    out += "\n## Training step\n\nFull step (host-to-device copy, forward, loss, backward, SGD step); images/s is the "
+           "median over repetitions (± its CV)";
+    out += view.baseline.empty() ? ".\n" : fmt::format(", speedup against {}.\n", view.baseline);
+    for (const auto& chart : charts) out += fmt::format("\n![{}]({})\n", chart.title, chart.file);
+    for (const auto& model : view.models()) out += fmt::format("\n### {}\n\n", model) + training_table(view, model).markdown();
+    const Table phases = phase_table(results);
+    if (!phases.rows.empty()) {
+      out += "\n### Per-phase breakdown\n\nMedian ms per phase from a separate instrumented pass (a device sync "
+             "between phases), so the sum exceeds the pipelined step time on a GPU.\n\n" + phases.markdown();
+    }
+  }
+  const Table ops = op_table(results);
+  if (!ops.rows.empty()) {
+    out += "\n## Ops\n\nGFLOP/s and GB/s from analytic FLOP and minimal byte counts at the median time; % of roof "
+           "against the roofline of the device's peaks measured in the same run.\n\n" + ops.markdown();
+  }
+  const Table others = other_table(results);
+  if (!others.rows.empty()) out += "\n## Other benchmarks\n\n" + others.markdown();
+
+  const auto lines = warnings(results, options.noise_cv_pct);
+  if (!lines.empty()) {
+    out += "\n## Warnings\n\n";
+    for (const auto& line : lines) out += "- " + line + "\n";
+  }
+  return out;
+}
+
+std::string to_console_summary(const ResultSet& results, const ReportOptions& options) {
+  std::string out;
+  const TrainView view = train_view(results);
+  for (const auto& model : view.models()) {
+    out += fmt::format("train_step/{}\n", model) + training_table(view, model).console() + "\n";
+  }
+  const Table ops = op_table(results);
+  if (!ops.rows.empty()) out += "ops\n" + ops.console() + "\n";
+  const Table others = other_table(results);
+  if (!others.rows.empty()) out += "other\n" + others.console() + "\n";
+  const auto lines = warnings(results, options.noise_cv_pct);
+  if (!lines.empty()) out += fmt::format("{} warning(s); see report.md\n", lines.size());
+  return out;
+}
+
+}  // namespace torchprobe::report

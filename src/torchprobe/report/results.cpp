@@ -1,0 +1,351 @@
+#include "torchprobe/report/results.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "torchprobe/input_error.h"
+
+namespace torchprobe::report {
+
+const std::vector<std::string> kPhases = {"h2d", "forward", "loss", "backward", "optimizer"};
+
+namespace {
+
+using nlohmann::json;
+
+// Entry keys that are Google Benchmark's own, not user counters.
+const std::set<std::string> kGbenchKeys = {
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+    "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit", "label",
+    "aggregate_name", "aggregate_unit", "error_occurred", "error_message", "skipped", "skip_message",
+    "big_o", "rms", "complexity", "items_per_second", "bytes_per_second"};
+
+double ms_per_unit(const std::string& unit, const std::string& where) {
+  if (unit == "ns") return 1e-6;
+  if (unit == "us") return 1e-3;
+  if (unit == "ms") return 1.0;
+  if (unit == "s") return 1e3;
+  throw InputError(fmt::format("{}: unknown time_unit '{}'", where, unit));
+}
+
+std::string string_or(const json& object, const char* key, const std::string& fallback = "") {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::string strip_gbench_suffixes(std::string name) {
+  static const std::regex suffix(R"((/(manual_time|real_time|process_time|iterations:\d+|repeats:\d+|min_time:[0-9.]+s?|threads:\d+))+$)");
+  return std::regex_replace(name, suffix, "");
+}
+
+std::string gib(double bytes) { return fmt::format("{:.0f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
+
+std::vector<DeviceInfo> devices_from_inventory(const std::string& text, const std::string& source) {
+  std::vector<DeviceInfo> devices;
+  if (text.empty()) return devices;
+  json inv;
+  try {
+    inv = json::parse(text);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: context.inventory is not valid JSON: {}", source, e.what()));
+  }
+  if (inv.contains("cpu") && inv["cpu"].is_object()) {
+    const auto& cpu = inv["cpu"];
+    devices.push_back({"cpu", string_or(cpu, "model", "CPU"),
+                       fmt::format("{} logical cores, {} LibTorch threads{}", cpu.value("logical_cores", 0),
+                                   cpu.value("torch_threads", 0),
+                                   cpu.value("vector_isa", "").empty() ? "" : ", " + cpu.value("vector_isa", ""))});
+  }
+  if (inv.contains("cuda") && inv["cuda"].contains("devices")) {
+    for (const auto& g : inv["cuda"]["devices"]) {
+      devices.push_back({string_or(g, "device"), string_or(g, "name"),
+                         fmt::format("{}, compute capability {}, {} SMs",
+                                     gib(g.value("total_memory_bytes", 0.0)), string_or(g, "compute_capability"),
+                                     g.value("multiprocessors", 0))});
+    }
+  }
+  return devices;
+}
+
+RunContext parse_context(const json& doc, const std::string& source) {
+  RunContext ctx;
+  ctx.source = source;
+  if (!doc.contains("context")) return ctx;
+  const json& c = doc["context"];
+  if (!c.is_object()) throw InputError(fmt::format("{}: \"context\" is not an object", source));
+  ctx.host = string_or(c, "host_name");
+  ctx.date = string_or(c, "date");
+  ctx.executable = string_or(c, "executable");
+  ctx.build_type = string_or(c, "library_build_type");
+  ctx.num_cpus = c.value("num_cpus", 0);
+  ctx.torchprobe_version = string_or(c, "torchprobe_version");
+  ctx.libtorch_version = string_or(c, "libtorch_version");
+  ctx.threads = string_or(c, "torch_threads");
+  ctx.blas = string_or(c, "blas");
+  ctx.data = string_or(c, "data");
+  ctx.devices = devices_from_inventory(string_or(c, "inventory"), source);
+  return ctx;
+}
+
+struct Accumulator {
+  Result result;
+  std::vector<double> aggregate_median_ms;  // used only when the file has no per-repetition runs
+  double aggregate_cv = -1.0;
+  int aggregate_repetitions = 0;
+  std::map<std::string, std::vector<double>> counters;
+  std::map<std::string, double> aggregate_counters;
+};
+
+// Google Benchmark writes non-finite values as bare NaN / inf (e.g. the CV of an all-zero counter),
+// which is not JSON. Outside strings, such a value becomes null.
+std::string nonfinite_to_null(const std::string& text) {
+  static const char* const kTokens[] = {"-Infinity", "Infinity", "-NaN", "NaN", "-nan", "nan", "-inf", "inf"};
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  char previous = 0;  // last non-space character outside strings
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+        previous = c;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (previous == ':' || previous == '[' || previous == ',') {
+      bool replaced = false;
+      for (const char* token : kTokens) {
+        const size_t n = std::char_traits<char>::length(token);
+        if (text.compare(i, n, token) == 0) {
+          out += "null";
+          i += n - 1;
+          previous = 'l';
+          replaced = true;
+          break;
+        }
+      }
+      if (replaced) continue;
+    }
+    out += c;
+    if (!std::isspace(static_cast<unsigned char>(c))) previous = c;
+  }
+  return out;
+}
+
+bool is_device(const std::string& token) {
+  static const std::regex device(R"(cpu|cuda(:\d+)?|mps|xpu(:\d+)?)");
+  return std::regex_match(token, device);
+}
+
+// Device labels: plain ids for one host; id@host when several hosts' devices meet in one report.
+void label_devices(ResultSet& set) {
+  std::set<std::string> hosts;
+  for (const auto& c : set.contexts) hosts.insert(c.host);
+  for (auto& r : set.results) {
+    const RunContext& ctx = set.contexts[r.context];
+    r.device_label = hosts.size() > 1 ? r.device + "@" + ctx.host : r.device;
+    for (const auto& d : ctx.devices) {
+      if (d.id == r.device) r.device_name = d.name;
+    }
+  }
+}
+
+}  // namespace
+
+double Result::counter(const std::string& name) const {
+  const auto it = counters.find(name);
+  return it == counters.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
+}
+
+double cv_percent(const std::vector<double>& values) {
+  if (values.size() < 2) return -1.0;
+  double mean = 0.0;
+  for (const double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  double sq = 0.0;
+  for (const double v : values) sq += (v - mean) * (v - mean);
+  const double stddev = std::sqrt(sq / static_cast<double>(values.size() - 1));
+  return mean > 0.0 ? 100.0 * stddev / mean : -1.0;
+}
+
+void parse_benchmark_name(const std::string& name, Result& result) {
+  result.name = strip_gbench_suffixes(name);
+  std::vector<std::string> tokens;
+  std::stringstream stream(result.name);
+  for (std::string token; std::getline(stream, token, '/');) tokens.push_back(token);
+  result.suite = tokens.empty() ? "" : tokens[0];
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    const std::string& token = tokens[i];
+    const auto colon = token.find(':');
+    if (is_device(token)) {
+      if (result.device.empty()) result.device = token;
+    } else if (colon != std::string::npos && colon > 0) {
+      result.params[token.substr(0, colon)] = token.substr(colon + 1);
+    } else if (result.subject.empty()) {
+      result.subject = token;
+    }
+  }
+  if (result.device.empty()) result.device = "cpu";
+  if (result.params.count("batch")) {
+    try {
+      result.batch = std::stoll(result.params["batch"]);
+    } catch (const std::exception&) {
+      result.batch = 0;
+    }
+  }
+  if (result.params.count("dtype")) {
+    result.dtype = result.params["dtype"];
+  } else if (result.suite == "train_step" || result.suite == "op") {
+    result.dtype = "fp32";
+  }
+}
+
+ResultSet parse_results(const std::string& json_text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(nonfinite_to_null(json_text));
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) {
+    throw InputError(fmt::format("{}: no \"benchmarks\" array (expected Google Benchmark JSON, "
+                                 "e.g. from --benchmark_out=FILE --benchmark_out_format=json)", source));
+  }
+  ResultSet set;
+  set.contexts.push_back(parse_context(doc, source));
+
+  std::vector<std::string> order;
+  std::map<std::string, Accumulator> runs;
+  size_t index = 0;
+  for (const json& entry : doc["benchmarks"]) {
+    const std::string where = fmt::format("{}: benchmarks[{}]", source, index++);
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
+      throw InputError(fmt::format("{}: an entry without a \"name\" string", where));
+    }
+    const std::string run_name = string_or(entry, "run_name", entry["name"].get<std::string>());
+    const std::string key = strip_gbench_suffixes(run_name);
+    auto [it, inserted] = runs.try_emplace(key);
+    Accumulator& acc = it->second;
+    if (inserted) {
+      order.push_back(key);
+      parse_benchmark_name(run_name, acc.result);
+    }
+    const bool errored = entry.value("error_occurred", false) ||
+                         (entry.contains("skipped") && entry["skipped"].is_boolean() && entry["skipped"].get<bool>());
+    if (errored) {
+      acc.result.error = string_or(entry, "error_message", string_or(entry, "skip_message", "failed (no message)"));
+      continue;
+    }
+    const auto has_number = [&](const char* k) { return entry.contains(k) && entry[k].is_number(); };
+    if (!has_number("real_time")) throw InputError(fmt::format("{} ({}): no numeric \"real_time\"", where, run_name));
+    const double to_ms = ms_per_unit(string_or(entry, "time_unit", "ns"), where);
+    const std::string run_type = string_or(entry, "run_type", "iteration");
+    if (run_type == "iteration") {
+      acc.result.samples_ms.push_back(entry["real_time"].get<double>() * to_ms);
+      for (const auto& [k, v] : entry.items()) {
+        if (!kGbenchKeys.count(k) && v.is_number()) acc.counters[k].push_back(v.get<double>());
+      }
+    } else if (run_type == "aggregate") {
+      const std::string aggregate = string_or(entry, "aggregate_name");
+      acc.aggregate_repetitions = entry.value("repetitions", 0);
+      if (aggregate == "median") {
+        acc.aggregate_median_ms.push_back(entry["real_time"].get<double>() * to_ms);
+        for (const auto& [k, v] : entry.items()) {
+          if (!kGbenchKeys.count(k) && v.is_number()) acc.aggregate_counters[k] = v.get<double>();
+        }
+      } else if (aggregate == "cv") {
+        // gbench reports the CV as a fraction in real_time (aggregate_unit "percentage").
+        acc.aggregate_cv = 100.0 * entry["real_time"].get<double>();
+      }
+    }
+  }
+
+  for (const auto& key : order) {
+    Accumulator& acc = runs[key];
+    Result& r = acc.result;
+    if (!r.samples_ms.empty()) {
+      r.repetitions = static_cast<int>(r.samples_ms.size());
+      r.median_ms = median_of(r.samples_ms);
+      r.cv_pct = cv_percent(r.samples_ms);
+      for (const auto& [k, values] : acc.counters) r.counters[k] = median_of(values);
+    } else if (!acc.aggregate_median_ms.empty()) {  // --benchmark_report_aggregates_only files
+      r.repetitions = acc.aggregate_repetitions;
+      r.median_ms = acc.aggregate_median_ms.front();
+      r.cv_pct = acc.aggregate_cv;
+      r.counters = acc.aggregate_counters;
+    } else if (r.error.empty()) {
+      r.error = "no measurements in the file";
+    }
+    r.context = 0;
+    set.results.push_back(std::move(r));
+  }
+  label_devices(set);
+  return set;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(fmt::format("{}: read error", path));
+  return text.str();
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create directory {}: {}", target.parent_path().string(), ec.message()));
+  const fs::path temporary = target.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}", temporary.string()));
+  }
+  fs::rename(temporary, target, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot rename {} to {}: {}", temporary.string(), path, ec.message()));
+}
+
+ResultSet load_results(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("no results files given");
+  ResultSet merged;
+  for (const auto& path : paths) {
+    ResultSet one = parse_results(read_text_file(path), path);
+    const size_t offset = merged.contexts.size();
+    for (auto& r : one.results) {
+      r.context += offset;
+      merged.results.push_back(std::move(r));
+    }
+    for (auto& c : one.contexts) merged.contexts.push_back(std::move(c));
+  }
+  label_devices(merged);
+  return merged;
+}
+
+}  // namespace torchprobe::report

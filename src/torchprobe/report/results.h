@@ -1,0 +1,78 @@
+#pragma once
+// The one result schema: every printer (CSV, Markdown, SVG, console, compare) reads these records,
+// loaded from Google Benchmark JSON files written by torchprobe-bench (or any gbench program).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace torchprobe::report {
+
+/// A device as the run's inventory described it.
+struct DeviceInfo {
+  std::string id;       ///< "cpu", "cuda:0", ...
+  std::string name;     ///< CPU model or GPU name
+  std::string details;  ///< e.g. "2 logical cores, AVX2" or "80 GiB, cc 9.0, 132 SMs"
+};
+
+/// Where and how one input file was measured (Google Benchmark's context + our custom context).
+struct RunContext {
+  std::string source;  ///< the file it came from
+  std::string host, date, executable, build_type;
+  std::string torchprobe_version, libtorch_version, threads, blas, data;
+  int num_cpus = 0;
+  std::vector<DeviceInfo> devices;  ///< from the inventory; empty for plain gbench files
+};
+
+/// One benchmark (all its repetitions) on one device.
+struct Result {
+  std::string name;     ///< benchmark name without gbench's suffixes, e.g. "train_step/net/cpu/batch:64"
+  std::string suite;    ///< first name component: "train_step", "op", "data", ...
+  std::string subject;  ///< model (train_step), op name (op) or step (data)
+  std::string device;   ///< "cpu", "cuda:0"; "cpu" when the name has none (host-side work)
+  std::string device_label;  ///< device, or device@host when inputs come from several hosts
+  std::string device_name;
+  std::int64_t batch = 0;  ///< 0: not applicable
+  std::string dtype;       ///< "fp32" unless the name says otherwise ("" for data benchmarks)
+  std::map<std::string, std::string> params;  ///< every key:value name component (batch, dtype, n, ...)
+  std::vector<double> samples_ms;             ///< per repetition: time per iteration in ms
+  int repetitions = 0;
+  double median_ms = 0.0;
+  double cv_pct = -1.0;  ///< coefficient of variation over repetitions; < 0 when fewer than 2
+  /// Counters, median over repetitions; absent when the benchmark did not report them.
+  std::map<std::string, double> counters;
+  std::string error;  ///< non-empty: the benchmark failed or was skipped, with this reason
+  size_t context = 0; ///< index into ResultSet::contexts
+
+  bool failed() const { return !error.empty(); }
+  bool has(const std::string& counter) const { return counters.count(counter) != 0; }
+  /// The counter's value, or NaN when absent.
+  double counter(const std::string& name) const;
+};
+
+/// Training phases in step order, as torchprobe-bench names their counters (<phase>_ms).
+extern const std::vector<std::string> kPhases;
+
+struct ResultSet {
+  std::vector<RunContext> contexts;
+  std::vector<Result> results;  ///< in file order, then benchmark order
+};
+
+/// Parses one Google Benchmark JSON document; `source` names it in errors (InputError).
+ResultSet parse_results(const std::string& json_text, const std::string& source);
+/// Reads and merges files. Throws InputError naming the file when one is unreadable or malformed.
+ResultSet load_results(const std::vector<std::string>& paths);
+/// Reads one file (InputError when unreadable).
+std::string read_text_file(const std::string& path);
+/// Writes through a temporary file renamed into place, so a failure never leaves half a file;
+/// creates missing parent directories. Throws std::runtime_error naming the path.
+void write_text_file(const std::string& path, const std::string& text);
+
+/// Splits "train_step/net/cuda:0/batch:64" into suite, subject, device and key:value params.
+void parse_benchmark_name(const std::string& name, Result& result);
+
+/// Sample statistics used by every printer.
+double median_of(std::vector<double> values);
+double cv_percent(const std::vector<double>& values);  ///< < 0 for fewer than 2 values
+
+}  // namespace torchprobe::report

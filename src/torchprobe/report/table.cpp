@@ -1,0 +1,91 @@
+#include "torchprobe/report/table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace torchprobe::report {
+namespace {
+
+// Display width of UTF-8 text (counts code points; our cells use only narrow characters).
+size_t width(const std::string& text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string pad(const std::string& text, size_t to, bool right) {
+  const std::string fill(to > width(text) ? to - width(text) : 0, ' ');
+  return right ? fill + text : text + fill;
+}
+
+bool right(const Table& t, size_t column) { return column < t.right_aligned.size() && t.right_aligned[column]; }
+
+}  // namespace
+
+std::string Table::markdown() const {
+  std::string out = "|";
+  for (const auto& h : header) out += " " + h + " |";
+  out += "\n|";
+  for (size_t c = 0; c < header.size(); ++c) out += right(*this, c) ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (const auto& cell : row) out += " " + cell + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Table::console() const {
+  std::vector<size_t> widths(header.size(), 0);
+  for (size_t c = 0; c < header.size(); ++c) widths[c] = width(header[c]);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], width(row[c]));
+  }
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < cells.size() && c < widths.size(); ++c) {
+      out += (c ? "  " : "") + pad(cells[c], widths[c], right(*this, c));
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header);
+  size_t total = 0;
+  for (const auto w : widths) total += w;
+  out += std::string(total + 2 * (widths.empty() ? 0 : widths.size() - 1), '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+std::string format_number(double value, int significant) {
+  if (!std::isfinite(value)) return "-";
+  if (value == 0.0) return "0";
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  const int decimals = std::max(0, significant - 1 - magnitude);
+  return fmt::format("{:.{}f}", value, decimals);
+}
+
+std::string format_ms(double ms) { return format_number(ms, 3); }
+
+std::string format_rate(double per_s) {
+  if (!std::isfinite(per_s)) return "-";
+  if (per_s >= 1000.0) {  // thousands separated by spaces (SI style): 12 345
+    std::string digits = fmt::format("{:.0f}", per_s);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<size_t>(i), " ");
+    return digits;
+  }
+  return format_number(per_s, 3);
+}
+
+std::string format_ratio(double ratio) {
+  if (!std::isfinite(ratio)) return "-";
+  return format_number(ratio, 3) + "x";
+}
+
+std::string format_pct(double pct, bool sign) {
+  if (!std::isfinite(pct)) return "-";
+  return sign ? fmt::format("{:+.1f}%", pct) : fmt::format("{:.1f}%", pct);
+}
+
+}  // namespace torchprobe::report

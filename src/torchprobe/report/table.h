@@ -1,0 +1,25 @@
+#pragma once
+// A table of already-formatted cells, printed as GitHub Markdown or as aligned console text.
+#include <string>
+#include <vector>
+
+namespace torchprobe::report {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<bool> right_aligned;  ///< per column; numbers are right-aligned
+  std::vector<std::vector<std::string>> rows;
+
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  std::string markdown() const;
+  std::string console() const;
+};
+
+/// Number formatting shared by every printer; NaN prints as "-" ("" in CSV).
+std::string format_ms(double ms);          ///< 3 significant digits, e.g. "0.123", "12.3", "1234"
+std::string format_rate(double per_s);     ///< e.g. "12 345", "987", "1.23"
+std::string format_ratio(double ratio);    ///< e.g. "3.42x"
+std::string format_pct(double pct, bool sign = false);  ///< e.g. "4.2%" / "+4.2%"
+std::string format_number(double value, int significant = 3);
+
+}  // namespace torchprobe::report

@@ -1,0 +1,121 @@
+#include "torchprobe/report/views.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "torchprobe/report/table.h"
+
+namespace torchprobe::report {
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string TrainRow::label() const {
+  std::string text = fmt::format("{} batch:{}", model, batch);
+  if (!variant.empty()) text += " " + variant;
+  return text;
+}
+
+std::vector<std::string> TrainView::models() const {
+  std::vector<std::string> names;
+  for (const auto& row : rows) {
+    if (std::find(names.begin(), names.end(), row.model) == names.end()) names.push_back(row.model);
+  }
+  return names;
+}
+
+TrainView train_view(const ResultSet& results) {
+  TrainView view;
+  for (const auto& r : results.results) {
+    if (r.suite != "train_step") continue;
+    if (std::find(view.devices.begin(), view.devices.end(), r.device_label) == view.devices.end()) {
+      view.devices.push_back(r.device_label);
+    }
+    std::string variant;
+    for (const auto& [k, v] : r.params) {
+      if (k != "batch") variant += (variant.empty() ? "" : "/") + k + ":" + v;
+    }
+    auto row = std::find_if(view.rows.begin(), view.rows.end(), [&](const TrainRow& t) {
+      return t.model == r.subject && t.variant == variant && t.batch == r.batch;
+    });
+    if (row == view.rows.end()) {
+      view.rows.push_back({r.subject, variant, r.batch, {}});
+      row = std::prev(view.rows.end());
+    }
+    row->by_device[r.device_label] = &r;
+  }
+  for (const auto& d : view.devices) {
+    if (d == "cpu" || d.rfind("cpu@", 0) == 0) {
+      view.baseline = d;
+      break;
+    }
+  }
+  // Models in first-seen order; within a model, variants then batch sizes ascending.
+  const auto models = view.models();
+  const auto model_rank = [&](const std::string& m) { return std::find(models.begin(), models.end(), m) - models.begin(); };
+  std::stable_sort(view.rows.begin(), view.rows.end(), [&](const TrainRow& a, const TrainRow& b) {
+    return std::make_tuple(model_rank(a.model), a.variant, a.batch) < std::make_tuple(model_rank(b.model), b.variant, b.batch);
+  });
+  return view;
+}
+
+double images_per_s(const TrainRow& row, const std::string& device) {
+  const auto it = row.by_device.find(device);
+  if (it == row.by_device.end() || it->second->failed()) return kNaN;
+  return it->second->counter("images_per_s");
+}
+
+double speedup(const TrainRow& row, const std::string& device, const std::string& baseline) {
+  if (baseline.empty()) return kNaN;
+  return images_per_s(row, device) / images_per_s(row, baseline);
+}
+
+OpMetrics op_metrics(const Result& r) {
+  OpMetrics m;
+  const double seconds = r.median_ms / 1e3;
+  const double flops = r.counter("flops"), bytes = r.counter("bytes");
+  m.gflop_per_s = flops / seconds / 1e9;
+  m.gb_per_s = bytes / seconds / 1e9;
+  m.intensity = bytes > 0.0 ? flops / bytes : kNaN;
+  if (std::isnan(flops)) m.gflop_per_s = kNaN;
+  const double peak_flops = r.counter("peak_gflop_per_s"), peak_bw = r.counter("peak_gb_per_s");
+  m.pct_of_roof = kNaN;
+  if (!std::isnan(peak_bw) && !std::isnan(bytes) && (std::isnan(flops) || flops == 0.0)) {
+    m.bound = "memory";  // a pure data movement: only the bandwidth roof applies
+    m.pct_of_roof = 100.0 * m.gb_per_s / peak_bw;
+  } else if (!std::isnan(peak_flops) && !std::isnan(peak_bw) && !std::isnan(m.intensity)) {
+    const double ridge = peak_flops / peak_bw;  // FLOP/byte where the two roofs meet
+    m.bound = m.intensity >= ridge ? "compute" : "memory";
+    const double roof = std::min(peak_flops, m.intensity * peak_bw);
+    m.pct_of_roof = 100.0 * m.gflop_per_s / roof;
+  } else if (!std::isnan(peak_flops) && !std::isnan(flops)) {
+    m.pct_of_roof = 100.0 * m.gflop_per_s / peak_flops;
+  }
+  return m;
+}
+
+std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct) {
+  std::vector<std::string> lines;
+  for (const auto& c : results.contexts) {
+    if (c.build_type == "debug") {
+      lines.push_back(fmt::format("{}: the Google Benchmark library reports a Debug build (Debian's package does): "
+                                  "its loop overhead is higher; torchprobe's own timers are unaffected", c.source));
+    }
+  }
+  for (const auto& r : results.results) {
+    if (r.failed()) {
+      lines.push_back(fmt::format("`{}` did not run: {}", r.name, r.error));
+    } else if (r.cv_pct > noise_cv_pct) {
+      lines.push_back(fmt::format("`{}`: CV {} over {} repetitions exceeds the {} noise threshold; treat its "
+                                  "differences with care", r.name, format_pct(r.cv_pct), r.repetitions,
+                                  format_pct(noise_cv_pct)));
+    }
+  }
+  return lines;
+}
+
+}  // namespace torchprobe::report

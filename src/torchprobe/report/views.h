@@ -1,0 +1,46 @@
+#pragma once
+// Derived views of a ResultSet shared by the printers, so each figure is computed in one place.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "torchprobe/report/results.h"
+
+namespace torchprobe::report {
+
+/// One training configuration (model, batch and any other name parameters) across devices.
+struct TrainRow {
+  std::string model;
+  std::string variant;  ///< name parameters besides batch, e.g. "dtype:bf16/layout:cl"; "" for the default
+  std::int64_t batch = 0;
+  std::map<std::string, const Result*> by_device;  ///< device label -> result
+  std::string label() const;                       ///< "net batch:64" (+ variant)
+};
+
+struct TrainView {
+  std::vector<std::string> devices;  ///< device labels in first-seen order
+  std::string baseline;              ///< the CPU's label when a CPU ran, else ""
+  std::vector<TrainRow> rows;        ///< grouped by model, then variant, then batch
+  std::vector<std::string> models() const;
+};
+TrainView train_view(const ResultSet& results);
+
+/// images/s on `device` over images/s on the baseline; NaN when either is missing or failed.
+double speedup(const TrainRow& row, const std::string& device, const std::string& baseline);
+/// images/s of the row on the device; NaN when missing or failed.
+double images_per_s(const TrainRow& row, const std::string& device);
+
+/// Roofline figures of one op benchmark, from its flops/bytes counters and the device's measured peaks.
+struct OpMetrics {
+  double gflop_per_s = 0.0, gb_per_s = 0.0;  ///< NaN when the counter is absent
+  double intensity = 0.0;                    ///< FLOP per byte moved
+  double pct_of_roof = 0.0;  ///< achieved / the roof that binds at this intensity (NaN without peaks)
+  std::string bound;         ///< "compute", "memory" or "" when unknown
+};
+OpMetrics op_metrics(const Result& result);
+
+/// Lines that say a figure cannot be trusted: high CV, failed or skipped runs, Debug builds.
+std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct);
+
+}  // namespace torchprobe::report

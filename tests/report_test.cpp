@@ -1,0 +1,346 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "torchprobe/input_error.h"
+#include "torchprobe/report/compare.h"
+#include "torchprobe/report/printers.h"
+#include "torchprobe/report/views.h"
+
+namespace report = torchprobe::report;
+using torchprobe::InputError;
+
+namespace {
+
+const std::string kFixtures = TORCHPROBE_FIXTURE_DIR;
+
+report::ResultSet fixture() { return report::load_results({kFixtures + "/results.json"}); }
+
+const report::Result& find(const report::ResultSet& set, const std::string& name) {
+  for (const auto& r : set.results) {
+    if (r.name == name) return r;
+  }
+  throw std::runtime_error("no result " + name);
+}
+
+// Minimal XML well-formedness: balanced, properly nested tags, quoted attributes, escaped text.
+bool well_formed_xml(const std::string& xml, std::string& why) {
+  std::vector<std::string> open;
+  size_t i = 0;
+  bool root_seen = false;
+  while (i < xml.size()) {
+    if (xml[i] != '<') {
+      if (xml[i] == '&') {
+        const auto semi = xml.find(';', i);
+        static const std::regex entity("&(amp|lt|gt|quot|apos|#[0-9]+);");
+        if (semi == std::string::npos || !std::regex_match(xml.substr(i, semi - i + 1), entity)) {
+          why = "bare & at " + std::to_string(i);
+          return false;
+        }
+      }
+      if (open.empty() && root_seen && !std::isspace(static_cast<unsigned char>(xml[i]))) {
+        why = "text after the root element";
+        return false;
+      }
+      ++i;
+      continue;
+    }
+    const auto close = xml.find('>', i);
+    if (close == std::string::npos) {
+      why = "unterminated tag";
+      return false;
+    }
+    std::string tag = xml.substr(i + 1, close - i - 1);
+    i = close + 1;
+    if (tag.front() == '?') continue;  // XML declaration
+    if (tag.front() == '/') {
+      if (open.empty() || open.back() != tag.substr(1)) {
+        why = "mismatched </" + tag.substr(1) + ">";
+        return false;
+      }
+      open.pop_back();
+      continue;
+    }
+    const bool self_closing = tag.back() == '/';
+    if (self_closing) tag.pop_back();
+    static const std::regex element(R"(([A-Za-z_][\w:.-]*)(\s+[\w:.-]+="[^"<&]*(&(amp|lt|gt|quot);[^"<&]*)*")*\s*)");
+    std::smatch m;
+    if (!std::regex_match(tag, m, element)) {
+      why = "malformed tag <" + tag + ">";
+      return false;
+    }
+    if (open.empty() && root_seen) {
+      why = "second root element";
+      return false;
+    }
+    root_seen = true;
+    if (!self_closing) open.push_back(m[1]);
+  }
+  if (!open.empty()) why = "unclosed <" + open.back() + ">";
+  return open.empty() && root_seen;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(ReportNames, SplitsSuiteSubjectDeviceAndParameters) {
+  report::Result r;
+  report::parse_benchmark_name("train_step/resnet18/cuda:1/batch:256/dtype:bf16/layout:cl/manual_time", r);
+  EXPECT_EQ(r.name, "train_step/resnet18/cuda:1/batch:256/dtype:bf16/layout:cl");
+  EXPECT_EQ(r.suite, "train_step");
+  EXPECT_EQ(r.subject, "resnet18");
+  EXPECT_EQ(r.device, "cuda:1");
+  EXPECT_EQ(r.batch, 256);
+  EXPECT_EQ(r.dtype, "bf16");
+  EXPECT_EQ(r.params.at("layout"), "cl");
+
+  report::Result data;
+  report::parse_benchmark_name("data/parse_cifar10/images:50000/real_time", data);
+  EXPECT_EQ(data.suite, "data");
+  EXPECT_EQ(data.subject, "parse_cifar10");
+  EXPECT_EQ(data.device, "cpu");  // host-side work
+  EXPECT_EQ(data.dtype, "");
+}
+
+TEST(ReportLoad, PerRepetitionRunsGiveMedianCvAndCounters) {
+  const auto set = fixture();
+  ASSERT_EQ(set.results.size(), 6u);  // aggregates folded into their benchmark
+  const auto& cpu = find(set, "train_step/net/cpu/batch:64");
+  EXPECT_EQ(cpu.repetitions, 3);
+  EXPECT_DOUBLE_EQ(cpu.median_ms, 11.0);
+  EXPECT_NEAR(cpu.cv_pct, 100.0 * 1.0 / 11.0, 1e-9);  // stddev 1 over mean 11
+  EXPECT_DOUBLE_EQ(cpu.counter("images_per_s"), 5818.18);
+  EXPECT_DOUBLE_EQ(cpu.counter("forward_ms"), 3.0);
+  EXPECT_EQ(cpu.device_name, "Fixture CPU");
+  const auto& gpu = find(set, "train_step/net/cuda:0/batch:64");
+  EXPECT_EQ(gpu.device_name, "NVIDIA H100 80GB HBM3");
+  const auto& oom = find(set, "train_step/resnet18/cuda:0/batch:256");
+  EXPECT_TRUE(oom.failed());
+  EXPECT_EQ(oom.error, "CUDA out of memory. Tried to allocate 2.00 GiB");
+  const auto& data = find(set, "data/parse_cifar10/images:50000");
+  EXPECT_EQ(data.repetitions, 1);
+  EXPECT_LT(data.cv_pct, 0.0);  // undefined for one repetition
+  ASSERT_EQ(set.contexts.size(), 1u);
+  EXPECT_EQ(set.contexts[0].host, "fixture-host");
+  ASSERT_EQ(set.contexts[0].devices.size(), 2u);
+  EXPECT_EQ(set.contexts[0].devices[1].id, "cuda:0");
+}
+
+TEST(ReportLoad, AggregatesOnlyFilesUseTheMedianAggregate) {
+  const std::string json = R"({"benchmarks": [
+    {"name": "op/add/cpu/n:1024_mean", "run_name": "op/add/cpu/n:1024", "run_type": "aggregate", "aggregate_name": "mean",
+     "repetitions": 5, "real_time": 2000.0, "time_unit": "us"},
+    {"name": "op/add/cpu/n:1024_median", "run_name": "op/add/cpu/n:1024", "run_type": "aggregate", "aggregate_name": "median",
+     "repetitions": 5, "real_time": 1500.0, "time_unit": "us", "flops": 1024},
+    {"name": "op/add/cpu/n:1024_cv", "run_name": "op/add/cpu/n:1024", "run_type": "aggregate", "aggregate_name": "cv",
+     "aggregate_unit": "percentage", "repetitions": 5, "real_time": 0.04, "time_unit": "us"}]})";
+  const auto set = report::parse_results(json, "agg.json");
+  ASSERT_EQ(set.results.size(), 1u);
+  EXPECT_DOUBLE_EQ(set.results[0].median_ms, 1.5);
+  EXPECT_DOUBLE_EQ(set.results[0].cv_pct, 4.0);
+  EXPECT_EQ(set.results[0].repetitions, 5);
+  EXPECT_DOUBLE_EQ(set.results[0].counter("flops"), 1024.0);
+  EXPECT_TRUE(set.results[0].samples_ms.empty());
+}
+
+TEST(ReportLoad, NonFiniteValuesFromGoogleBenchmarkAreTolerated) {
+  const auto set = report::parse_results(
+      R"({"benchmarks": [{"name": "x/cpu", "run_type": "iteration", "real_time": 1.0, "time_unit": "ms",
+          "a": NaN, "b": -nan, "c": inf, "label": "NaN inside a string stays"}]})", "nan.json");
+  ASSERT_EQ(set.results.size(), 1u);
+  EXPECT_FALSE(set.results[0].has("a"));
+  EXPECT_FALSE(set.results[0].has("c"));
+}
+
+TEST(ReportLoad, BadInputNamesTheFileAndTheProblem) {
+  EXPECT_THROW_WITH(report::load_results({kFixtures + "/malformed.json"}), InputError, "malformed.json: not valid JSON");
+  EXPECT_THROW_WITH(report::load_results({"/nonexistent/r.json"}), InputError, "/nonexistent/r.json: cannot open");
+  EXPECT_THROW_WITH(report::parse_results(R"({"context": {}})", "f.json"), InputError, "f.json: no \"benchmarks\" array");
+  EXPECT_THROW_WITH(report::parse_results(R"({"benchmarks": [{"name": "a", "real_time": "fast"}]})", "g.json"), InputError,
+                    "g.json: benchmarks[0] (a): no numeric \"real_time\"");
+  EXPECT_THROW_WITH(report::parse_results(R"({"benchmarks": [{"real_time": 1}]})", "h.json"), InputError,
+                    "h.json: benchmarks[0]: an entry without a \"name\" string");
+  EXPECT_THROW_WITH(report::load_results({}), InputError, "no results files given");
+}
+
+TEST(ReportViews, SpeedupAgainstTheCpuAndRooflineFigures) {
+  const auto set = fixture();
+  const auto view = report::train_view(set);
+  EXPECT_EQ(view.baseline, "cpu");
+  ASSERT_EQ(view.devices, (std::vector<std::string>{"cpu", "cuda:0"}));
+  ASSERT_EQ(view.rows.size(), 2u);
+  EXPECT_NEAR(report::speedup(view.rows[0], "cuda:0", "cpu"), 64000.0 / 5818.18, 1e-9);
+  EXPECT_TRUE(std::isnan(report::speedup(view.rows[1], "cuda:0", "cpu")));  // failed run: no speedup
+
+  // matmul n=4096 bf16 at 0.21 ms: 2n^3 FLOP over 3 n^2 bf16 matrices.
+  const auto mm = report::op_metrics(find(set, "op/matmul/cuda:0/n:4096/dtype:bf16"));
+  EXPECT_NEAR(mm.gflop_per_s, 2.0 * std::pow(4096.0, 3) / 0.21e-3 / 1e9, 1e-6);
+  EXPECT_NEAR(mm.intensity, 4096.0 / 3.0, 1e-9);
+  EXPECT_EQ(mm.bound, "compute");  // above the ridge 800000/3000 = 267 FLOP/byte
+  EXPECT_NEAR(mm.pct_of_roof, 100.0 * mm.gflop_per_s / 800000.0, 1e-9);
+  const auto copy = report::op_metrics(find(set, "op/copy/cuda:0/kind:d2d/mib:1024"));
+  EXPECT_EQ(copy.bound, "memory");
+  EXPECT_NEAR(copy.gb_per_s, 2.0 * std::pow(1024.0, 3) / 0.8e-3 / 1e9, 1e-6);
+  EXPECT_NEAR(copy.pct_of_roof, 100.0 * copy.gb_per_s / 3000.0, 1e-9);
+}
+
+TEST(ReportViews, WarningsNameNoisyAndFailedBenchmarks) {
+  const auto lines = report::warnings(fixture(), /*noise_cv_pct=*/5.0);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[0].find("`train_step/net/cpu/batch:64`: CV 9.1% over 3 repetitions exceeds the 5.0%"), std::string::npos);
+  EXPECT_NE(lines[2].find("did not run: CUDA out of memory"), std::string::npos);
+  EXPECT_EQ(report::warnings(fixture(), /*noise_cv_pct=*/10.0).size(), 1u);
+}
+
+// Golden files: regenerate with `torchprobe report tests/fixtures/report/results.json --out DIR` and review the diff.
+TEST(ReportGolden, CsvMatchesTheExpectedFile) {
+  EXPECT_EQ(report::to_csv(fixture()), report::read_text_file(kFixtures + "/expected/results.csv"));
+}
+
+TEST(ReportGolden, MarkdownMatchesTheExpectedFile) {
+  const auto set = fixture();
+  std::string markdown = report::to_markdown(set, report::make_charts(set), report::ReportOptions{});
+  markdown = std::regex_replace(markdown, std::regex(kFixtures + "/"), "");  // the expected file names "results.json"
+  EXPECT_EQ(markdown, report::read_text_file(kFixtures + "/expected/report.md"));
+}
+
+TEST(ReportSvg, WellFormedWithOneBarPerDevicePerConfiguration) {
+  const auto charts = report::make_charts(fixture());
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_EQ(charts[0].file, "images_per_s.svg");
+  EXPECT_EQ(charts[1].file, "speedup_vs_cpu.svg");
+  for (const auto& chart : charts) {
+    std::string why;
+    EXPECT_TRUE(well_formed_xml(chart.svg, why)) << chart.file << ": " << why;
+  }
+  const std::string& rate = charts[0].svg;
+  EXPECT_EQ(count(rate, R"(class="bar" data-device="cpu" data-group="net batch:64")"), 1u);
+  EXPECT_EQ(count(rate, R"(class="bar" data-device="cuda:0" data-group="net batch:64")"), 1u);
+  EXPECT_EQ(count(rate, R"(class="bar")"), 2u);  // resnet18 failed on cuda:0 and did not run on the CPU
+  EXPECT_NE(rate.find("cuda:0: failed"), std::string::npos);
+  EXPECT_NE(rate.find("images/s (higher is better)"), std::string::npos);
+  EXPECT_EQ(count(charts[1].svg, R"(class="bar" data-device="cuda:0")"), 1u);
+  EXPECT_NE(charts[1].svg.find(">11.0x<"), std::string::npos);
+}
+
+TEST(ReportSvg, NoSpeedupChartWithoutAnotherDevice) {
+  auto set = fixture();
+  std::vector<report::Result> cpu_only;
+  for (const auto& r : set.results) {
+    if (r.device == "cpu") cpu_only.push_back(r);
+  }
+  set.results = cpu_only;
+  const auto charts = report::make_charts(set);
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(charts[0].file, "images_per_s.svg");
+}
+
+TEST(ReportFiles, WriteCreatesDirectoriesAndFailsWithThePath) {
+  TempDir dir("torchprobe-report");
+  const std::string path = dir.file("a/b/report.md");
+  report::write_text_file(path, "hello\n");
+  EXPECT_EQ(report::read_text_file(path), "hello\n");
+  EXPECT_THROW_WITH(report::write_text_file(dir.file("a/b/report.md/x.csv"), "x"), std::runtime_error, "report.md");
+}
+
+// Expected values from scipy.stats.mannwhitneyu(x, y) (scipy 1.17, default method).
+TEST(MannWhitney, MatchesScipy) {
+  struct Case {
+    std::vector<double> x, y;
+    double u, p;
+    bool exact;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 3}, {4, 5, 6}, 0.0, 0.1, true},
+      {{10.0, 10.1, 10.2, 10.3, 10.4}, {11.0, 11.1, 11.2, 11.3, 11.4}, 0.0, 0.007936507936507936, true},
+      {{1.1, 2.3, 3.2, 4.8, 5.0}, {2.0, 3.9, 6.1, 7.2, 8.4, 9.9}, 6.0, 0.12554112554112554, true},
+      {{1, 2, 2, 3, 4}, {2, 3, 3, 5, 6}, 6.0, 0.19882894401644247, false},
+      {{0, 3, 6, 9, 12, 15, 18, 21, 24, 27},
+       {5.5, 7.5, 9.5, 11.5, 13.5, 15.5, 17.5, 19.5, 21.5, 23.5, 25.5, 27.5, 29.5, 31.5, 33.5},
+       48.0, 0.14157380116882784, false},
+      {{5, 5, 5}, {5, 5, 5}, 4.5, 1.0, false},
+  };
+  for (const auto& c : cases) {
+    const auto t = report::mann_whitney_u(c.x, c.y);
+    EXPECT_DOUBLE_EQ(t.u, c.u);
+    EXPECT_NEAR(t.p, c.p, 1e-12);
+    EXPECT_EQ(t.exact, c.exact);
+  }
+  EXPECT_DOUBLE_EQ(report::mann_whitney_min_p(3, 3), 0.1);
+  EXPECT_NEAR(report::mann_whitney_min_p(5, 5), 2.0 / 252.0, 1e-15);
+}
+
+namespace {
+report::ResultSet timings(const std::vector<double>& ms, const std::string& name = "op/add/cpu/n:1") {
+  std::string runs;
+  for (const double t : ms) {
+    runs += (runs.empty() ? "" : ",") + std::string(R"({"name": ")") + name + R"(", "run_type": "iteration", "real_time": )" +
+            std::to_string(t) + R"(, "time_unit": "ms"})";
+  }
+  return report::parse_results(R"({"benchmarks": [)" + runs + "]}", "t.json");
+}
+}  // namespace
+
+TEST(Compare, VerdictsFollowThresholdAndSignificance) {
+  const report::CompareOptions options;  // 5%, alpha 0.05
+  const std::vector<double> base = {10.0, 10.1, 9.9, 10.05, 9.95};
+  const auto verdict = [&](const std::vector<double>& current) {
+    return report::compare_results(timings(base), timings(current), options).rows.at(0).verdict;
+  };
+  EXPECT_EQ(verdict({12.0, 12.1, 11.9, 12.05, 11.95}), report::Verdict::kSlower);     // +20%, p = 0.008
+  EXPECT_EQ(verdict({8.0, 8.1, 7.9, 8.05, 7.95}), report::Verdict::kFaster);          // speedups never fail
+  EXPECT_EQ(verdict({10.3, 10.4, 10.2, 10.35, 10.25}), report::Verdict::kUnchanged);  // +3%: significant, small
+  // +8% median but overlapping samples: not significant, so not a regression.
+  EXPECT_EQ(verdict({10.8, 9.8, 12.0, 10.0, 11.5}), report::Verdict::kUnchanged);
+  // Three repetitions each cannot reach p < 0.05: the threshold alone decides, and the note says so.
+  const auto few = report::compare_results(timings({10, 10.1, 9.9}), timings({12, 12.1, 11.9}), options);
+  EXPECT_EQ(few.rows.at(0).verdict, report::Verdict::kSlower);
+  EXPECT_NE(few.rows.at(0).note.find("cannot reach p<0.05"), std::string::npos);
+  EXPECT_EQ(few.regressions(), 1);
+}
+
+TEST(Compare, ListsBenchmarksInOnlyOneFileAndFailedOnesWithoutFailing) {
+  const auto base = fixture();
+  auto current = fixture();
+  current.results.erase(current.results.begin());  // train_step/net/cpu/batch:64 gone
+  const auto r = report::compare_results(base, current, report::CompareOptions{});
+  ASSERT_EQ(r.only_baseline, std::vector<std::string>{"train_step/net/cpu/batch:64"});
+  EXPECT_TRUE(r.only_current.empty());
+  ASSERT_EQ(r.not_compared.size(), 1u);
+  EXPECT_EQ(r.not_compared[0].first, "train_step/resnet18/cuda:0/batch:256");
+  EXPECT_EQ(r.regressions(), 0);
+  EXPECT_DOUBLE_EQ(r.geomean_ratio, 1.0);
+  const std::string console = report::compare_console(r, report::CompareOptions{});
+  EXPECT_NE(console.find("only in the baseline: train_step/net/cpu/batch:64"), std::string::npos);
+  EXPECT_NE(console.find("geometric mean (4 benchmarks)"), std::string::npos);
+  EXPECT_NE(console.find("OK: no benchmark slower by more than 5%"), std::string::npos);
+}
+
+TEST(Compare, GeometricMeanOfRatios) {
+  std::string two = R"({"benchmarks": [
+      {"name": "a", "real_time": 1.0, "time_unit": "ms"}, {"name": "b", "real_time": 4.0, "time_unit": "ms"}]})";
+  std::string two_later = R"({"benchmarks": [
+      {"name": "a", "real_time": 2.0, "time_unit": "ms"}, {"name": "b", "real_time": 2.0, "time_unit": "ms"}]})";
+  const auto r = report::compare_results(report::parse_results(two, "b.json"), report::parse_results(two_later, "c.json"),
+                                         report::CompareOptions{});
+  EXPECT_NEAR(r.geomean_ratio, 1.0, 1e-12);  // sqrt(2 * 0.5)
+  EXPECT_EQ(r.rows[0].verdict, report::Verdict::kSlower);  // one repetition: threshold only
+  EXPECT_EQ(r.rows[1].verdict, report::Verdict::kFaster);
+}
+
+TEST(Compare, ParsePercent) {
+  EXPECT_DOUBLE_EQ(report::parse_percent("5%", "--threshold"), 5.0);
+  EXPECT_DOUBLE_EQ(report::parse_percent("2.5", "--threshold"), 2.5);
+  EXPECT_THROW_WITH(report::parse_percent("five", "--threshold"), InputError, "--threshold: 'five' is not a percentage");
+  EXPECT_THROW_WITH(report::parse_percent("-1%", "--threshold"), InputError, "not a percentage");
+  EXPECT_THROW_WITH(report::parse_percent("%", "--threshold"), InputError, "not a percentage");
+}

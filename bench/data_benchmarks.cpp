@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "progress.h"
 #include "suite.h"
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/data/cifar10.h"
@@ -72,8 +73,14 @@ void assemble_batch(benchmark::State& state) {
 std::vector<std::string> register_data_benchmarks() {
   const std::string parse = fmt::format("data/parse_cifar10/images:{}", data::kTrainImages);
   const std::string assemble = fmt::format("data/assemble_batch/batch:{}", kAssembleBatch);
-  benchmark::RegisterBenchmark(parse.c_str(), parse_cifar10)->Unit(benchmark::kMillisecond)->UseRealTime();
-  benchmark::RegisterBenchmark(assemble.c_str(), assemble_batch)->Unit(benchmark::kMicrosecond)->UseRealTime();
+  benchmark::RegisterBenchmark(parse.c_str(), [parse](benchmark::State& state) {
+    Progress::instance().start(parse);
+    parse_cifar10(state);
+  })->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark(assemble.c_str(), [assemble](benchmark::State& state) {
+    Progress::instance().start(assemble);
+    assemble_batch(state);
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
   return {parse, assemble};
 }
 

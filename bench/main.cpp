@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "progress.h"
 #include "suite.h"
 #include "torchprobe/cli_support.h"
 #include "torchprobe/config.h"
@@ -39,6 +41,7 @@ class CountingReporter : public Base {
  public:
   using Base::Base;
   void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
+    torchprobe::bench::Progress::instance().clear_line();
     for (const auto& run : runs) failed += run_failed(run, 0) ? 1 : 0;
     Base::ReportRuns(runs);
   }
@@ -60,9 +63,10 @@ struct ProgramFlags {
   std::string data_dir;
   int threads = 0;
   bool aten_nvtx = false;
+  std::string op_set = "core";
 };
 
-int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
+int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, const std::string& filter,
                torchprobe::bench::SuiteOptions& options, const ProgramFlags& flags) {
   return torchprobe::run_cli(app, argc, argv, [&] {
     using namespace torchprobe;
@@ -84,7 +88,8 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
       train = std::make_shared<const data::Dataset>(data::load_cifar10(flags.data_dir, data::Split::kTrain));
       data_label = fmt::format("CIFAR-10 {} ({} images)", flags.data_dir, train->size());
     }
-    bench::register_suites(options, train, data_label);
+    options.op_selection.all = flags.op_set == "all";
+    bench::Progress::instance().set_total(bench::register_suites(options, train, data_label), filter);
 
     const Inventory inventory = collect_inventory();
     benchmark::AddCustomContext("torchprobe_version", TORCHPROBE_VERSION);
@@ -103,8 +108,8 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
                  inventory.libtorch_version.c_str(), at::get_num_threads(), inventory.blas.vendor.c_str(),
                  data_label.c_str());
     if (options.profile) {
-      std::fprintf(stderr, "torchprobe-bench: profile mode: %d samples per training benchmark, no statistics%s\n",
-                   bench::kProfileSamples, nvtx::enabled() ? "" : " (this build has no NVTX ranges)");
+      std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",
+                   bench::kProfileSteps, nvtx::enabled() ? "" : " (this build has no NVTX ranges)");
     }
     const std::string warning = blas_warning(inventory.blas);
     if (!warning.empty()) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", warning.c_str());
@@ -122,6 +127,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
       failed = reporter.failed;
     }
     benchmark::Shutdown();
+    bench::Progress::instance().clear_line();
     if (failed > 0) {
       std::fprintf(stderr, "torchprobe: error: %d benchmark run(s) failed (their ERROR OCCURRED lines say why)\n",
                    failed);
@@ -136,14 +142,27 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format,
 int main(int argc, char** argv) {
   torchprobe::bench::SuiteOptions options;
   ProgramFlags flags;
-  CLI::App app{"torchprobe-bench: full CIFAR-10 training steps and the data pipeline on the CPU and every GPU"};
+  CLI::App app{"torchprobe-bench: full CIFAR-10 training steps, single ops and the data pipeline on the CPU and every GPU"};
   app.footer(
       "Google Benchmark's own flags work as usual, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
       "--benchmark_out=FILE --benchmark_out_format=json, --benchmark_min_time=SECONDS, --benchmark_list_tests.");
   app.add_option("--devices", flags.devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();
   app.add_option("--models", options.models, "Models to train (net, resnet18)")->delimiter(',')->capture_default_str();
   app.add_option("--batch-sizes", options.batch_sizes, "Batch sizes")->delimiter(',')->capture_default_str();
-  app.add_option("--suites", options.suites, "Suites to run (train, data)")->delimiter(',')->capture_default_str();
+  app.add_option("--suites", options.suites, "Suites to run (train, data, op)")->delimiter(',')->capture_default_str();
+  app.add_option("--ops", options.op_selection.ops, "Ops to time (default: all of: " + fmt::format("{}", fmt::join(torchprobe::ops::op_names(), ", ")) + ")")
+      ->delimiter(',');
+  app.add_option("--op-set", flags.op_set, "core (a quick set: one shape per op) or all (the full sweep)")
+      ->check(CLI::IsMember({"core", "all"}))
+      ->capture_default_str();
+  app.add_option("--op-batch-sizes", options.op_selection.batch_sizes, "Batch sizes of the model-shaped ops")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_flag("--cold", options.cold, "Op suite: flush the last-level cache before each sample (one call per sample)");
+  app.add_option("--op-input-sets", options.op_input_sets,
+                 "Op suite: rotating input sets (0: enough to exceed twice the last-level cache)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--threads", flags.threads, "LibTorch intra-op threads (default: LibTorch's own)")->check(CLI::PositiveNumber);
   app.add_option("--data", flags.data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
   app.add_option("--steps-per-sample", options.steps_per_sample,
@@ -161,6 +180,7 @@ int main(int argc, char** argv) {
     }
   }
   const std::string format = flag_value(argc, argv, "--benchmark_format");
+  const std::string filter = flag_value(argc, argv, "--benchmark_filter");
   benchmark::Initialize(&argc, argv);
-  return run_suites(argc, argv, app, format, options, flags);
+  return run_suites(argc, argv, app, format, filter, options, flags);
 }

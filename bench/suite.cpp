@@ -4,13 +4,15 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "torchprobe/device.h"
 #include "torchprobe/error.h"
 
 namespace torchprobe::bench {
 namespace {
-const std::vector<std::string> kKnownSuites = {"train", "data"};
+const std::vector<std::string> kKnownSuites = {"train", "data", "op"};
 
 bool selected(const SuiteOptions& options, const std::string& suite) {
   return std::find(options.suites.begin(), options.suites.end(), suite) != options.suites.end();
@@ -31,6 +33,13 @@ std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
   return plan;
 }
 
+int stable_calls_per_sample(const std::string& name, int chosen) {
+  static std::mutex mutex;
+  static std::map<std::string, int> first;
+  std::lock_guard<std::mutex> lock(mutex);
+  return first.try_emplace(name, chosen).first->second;
+}
+
 void check_suites(const std::vector<std::string>& suites) {
   for (const auto& s : suites) {
     if (std::find(kKnownSuites.begin(), kKnownSuites.end(), s) == kKnownSuites.end()) {
@@ -48,6 +57,10 @@ std::vector<std::string> register_suites(const SuiteOptions& options,
   if (selected(options, "data")) {
     const auto data_names = register_data_benchmarks();
     names.insert(names.end(), data_names.begin(), data_names.end());
+  }
+  if (selected(options, "op")) {
+    const auto op_names = register_op_benchmarks(options);
+    names.insert(names.end(), op_names.begin(), op_names.end());
   }
   return names;
 }

@@ -6,9 +6,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <set>
 
+#include "progress.h"
 #include "suite.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/data/batcher.h"
@@ -32,14 +31,6 @@ constexpr int kMaxPhaseSteps = 5;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// One "[i/N] name" line per benchmark on its first call: long CPU runs show progress.
-void announce(const std::string& name, size_t total) {
-  static std::set<std::string> started;
-  if (started.insert(name).second) {
-    std::fprintf(stderr, "torchprobe-bench: [%zu/%zu] %s\n", started.size(), total, name.c_str());
-  }
 }
 
 void run_train_step(benchmark::State& state, const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
@@ -73,21 +64,22 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
       steps_per_sample = static_cast<int>(std::clamp(std::ceil(kGpuSampleSeconds / step_seconds), 1.0,
                                                      static_cast<double>(kMaxStepsPerSample)));
     }
+    steps_per_sample = stable_calls_per_sample(train_benchmark_name(config), steps_per_sample);
   }
 
   // Measured region: each sample queues K steps between two timeline marks; the only wait is
-  // the one that closes the sample. The reported iteration time is per step.
+  // the one that closes the sample. A sample counts as K iterations, so the reported time is per step.
   auto timeline = backend::make_timeline(device);
   double total_ms = 0.0;
   backend::profiler_capture_start();
-  for (auto _ : state) {
+  while (state.KeepRunningBatch(steps_per_sample)) {
     timeline->clear();
     timeline->mark();
     for (int k = 0; k < steps_per_sample; ++k) loss = run_one();
     timeline->mark();
-    const double step_ms = timeline->elapsed_ms().front() / steps_per_sample;
-    total_ms += step_ms;
-    state.SetIterationTime(step_ms / 1e3);
+    const double sample_ms = timeline->elapsed_ms().front();
+    total_ms += sample_ms;
+    state.SetIterationTime(sample_ms / 1e3);
   }
   backend::profiler_capture_stop();
   const float last_loss = loss.item<float>();
@@ -127,11 +119,10 @@ std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
     const std::string name = train_benchmark_name(config);
     const int steps_per_sample = options.steps_per_sample;
     const bool profile = options.profile;
-    const size_t total = plan.size();
     // The benchmark's outer NVTX range, registered once here rather than formatted per call.
     const auto range = std::make_shared<const nvtx::Name>(name, nvtx::colors::kBenchmark);
     auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-      announce(name, total);
+      Progress::instance().start(name);
       state.SetLabel(data_label);
       {
         nvtx::Range outer(*range);
@@ -145,7 +136,7 @@ std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
       if (config.device.is_cuda()) backend::release_cached_memory(config.device);
     });
     benchmark->UseManualTime()->Unit(benchmark::kMillisecond);
-    if (profile) benchmark->Iterations(kProfileSamples)->Repetitions(1);
+    if (profile) benchmark->Iterations(kProfileSteps)->Repetitions(1);
     names.push_back(name);
   }
   return names;

@@ -1,22 +1,59 @@
 #!/usr/bin/env bash
-# The main job: set up, build, print the device inventory, then time full CIFAR-10 training
-# steps (and the data pipeline) on the CPU and every GPU. Results: reports/latest/train_step.json.
-# Extra arguments go to torchprobe-bench, e.g.  scripts/run.sh --models net --batch-sizes 64
-#   TORCHPROBE_THREADS   LibTorch intra-op threads for the CPU (default: all cores, $(nproc))
-#   TORCHPROBE_REPETITIONS  Google Benchmark repetitions (default 3; median and CV are reported)
-#   TORCHPROBE_FLAVOUR   debian (default: Debian's CPU LibTorch) or cuda (pip's CUDA LibTorch, for GPU hosts)
+# The main job: set up and build, print the device inventory, then run the quick suite on the CPU
+# and every GPU (full training steps for net and resnet18, the data pipeline, the core op set)
+# and turn the results into a report. Everything lands in reports/latest/:
+#   results.json (Google Benchmark JSON, all repetitions), results.csv, report.md, *.svg, devices.*
+# Usage: scripts/run.sh [--full] [torchprobe-bench flags, e.g. --devices cuda:0 --models net]
+#   --full                 the full sweep: batch sizes 4,64,256, every op shape and dtype, 5 repetitions
+#   TORCHPROBE_THREADS     LibTorch intra-op threads for the CPU (default: all cores, $(nproc))
+#   TORCHPROBE_REPETITIONS Google Benchmark repetitions (default 3 quick, 5 full)
+#   TORCHPROBE_FLAVOUR     debian (default: Debian's CPU LibTorch) or cuda (pip's CUDA LibTorch, for GPU hosts)
+#   TORCHPROBE_OUT         output directory (default reports/latest)
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
+
+full=0
+args=()
+for arg in "$@"; do
+  if [[ "$arg" == --full ]]; then full=1; else args+=("$arg"); fi
+done
 torchprobe_setup "${TORCHPROBE_FLAVOUR:-debian}"
 
 threads="${TORCHPROBE_THREADS:-$(nproc)}"
 export OMP_NUM_THREADS="$threads"
-out_dir="$TORCHPROBE_ROOT/reports/latest"
+out_dir="${TORCHPROBE_OUT:-$TORCHPROBE_ROOT/reports/latest}"
 mkdir -p "$out_dir"
-"$TORCHPROBE_BUILD_DIR/src/torchprobe" devices --threads "$threads" | tee "$out_dir/devices.txt"
-"$TORCHPROBE_BUILD_DIR/src/torchprobe" devices --threads "$threads" --json > "$out_dir/devices.json"
+tp="$TORCHPROBE_BUILD_DIR/src/torchprobe"
+"$tp" devices --threads "$threads" | tee "$out_dir/devices.txt"
+"$tp" devices --threads "$threads" --json > "$out_dir/devices.json"
 echo
-"$TORCHPROBE_BUILD_DIR/bench/torchprobe-bench" --threads "$threads" \
-  --benchmark_repetitions="${TORCHPROBE_REPETITIONS:-3}" --benchmark_display_aggregates_only=true \
-  --benchmark_out="$out_dir/train_step.json" --benchmark_out_format=json "$@"
-tp_log "results: $out_dir/train_step.json (all repetitions), devices: $out_dir/devices.json"
+
+if [[ $full == 1 ]]; then
+  suite=(--batch-sizes 4,64,256 --op-set all)
+  repetitions="${TORCHPROBE_REPETITIONS:-5}"
+  label="full sweep"
+else
+  # Quick: a launch-bound and a typical batch, one shape per op, short timing windows.
+  suite=(--batch-sizes 4,64 --op-set core --benchmark_min_time=0.2)
+  repetitions="${TORCHPROBE_REPETITIONS:-3}"
+  label="quick suite"
+fi
+# Later flags win, so the caller's arguments override the suite's defaults.
+tp_log "$label: $repetitions repetitions, $threads threads; results in $out_dir"
+start=$(date +%s)
+rc=0
+"$TORCHPROBE_BUILD_DIR/bench/torchprobe-bench" --threads "$threads" "${suite[@]}" \
+  --benchmark_repetitions="$repetitions" --benchmark_display_aggregates_only=true \
+  --benchmark_out="$out_dir/results.json.partial" --benchmark_out_format=json "${args[@]}" > "$out_dir/console.txt" || rc=$?
+elapsed=$(( $(date +%s) - start ))
+if [[ ! -s "$out_dir/results.json.partial" ]]; then
+  tp_log "error: torchprobe-bench wrote no results (exit $rc); its output: $out_dir/console.txt"
+  exit $(( rc == 0 ? 1 : rc ))
+fi
+mv "$out_dir/results.json.partial" "$out_dir/results.json"
+echo
+# The report is written even when some benchmarks failed: they appear in it with their reason.
+"$tp" report "$out_dir/results.json" --out "$out_dir"
+tp_log "$label took ${elapsed}s (build excluded); Google Benchmark's table: $out_dir/console.txt"
+tp_log "report: $out_dir/report.md, $out_dir/results.csv, charts and results.json"
+exit $rc

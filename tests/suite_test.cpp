@@ -1,4 +1,5 @@
 #include "suite.h"
+#include "progress.h"
 
 #include <benchmark/benchmark.h>
 #include <gtest/gtest.h>
@@ -30,12 +31,29 @@ TEST(Suite, RegistersWhatItPlansWithGoogleBenchmark) {
   options.devices = {torch::Device(torch::kCPU)};
   options.models = {"net"};
   options.batch_sizes = {2, 8};
+  options.op_selection.ops = {"add", "copy"};
+  options.op_selection.batch_sizes = {16};
   auto ds = std::make_shared<const data::Dataset>(data::make_synthetic(16, 1));
   const auto names = bench::register_suites(options, ds, "synthetic");
   EXPECT_EQ(names, (std::vector<std::string>{"train_step/net/cpu/batch:2", "train_step/net/cpu/batch:8",
-                                             "data/parse_cifar10/images:50000", "data/assemble_batch/batch:256"}));
+                                             "data/parse_cifar10/images:50000", "data/assemble_batch/batch:256",
+                                             "op/add/cpu/input:16x64x32x32/dtype:fp32", "op/copy/cpu/kind:d2d/mib:64"}));
+  options.suites = {"op"};
+  options.op_selection.ops = {"gemm"};
+  EXPECT_THROW_WITH(bench::register_suites(options, ds, "synthetic"), InputError, "unknown op 'gemm'");
+}
+
+TEST(Suite, ProgressCountsWhatTheFilterSelects) {
+  const std::vector<std::string> names = {"train_step/net/cpu/batch:4", "train_step/resnet18/cpu/batch:4",
+                                          "op/add/cpu/input:64x64x32x32/dtype:fp32"};
+  EXPECT_EQ(bench::filter_names(names, ""), names);
+  EXPECT_EQ(bench::filter_names(names, "all"), names);
+  EXPECT_EQ(bench::filter_names(names, "resnet|op/"),
+            (std::vector<std::string>{"train_step/resnet18/cpu/batch:4", "op/add/cpu/input:64x64x32x32/dtype:fp32"}));
+  EXPECT_EQ(bench::filter_names(names, "-^op/"),
+            (std::vector<std::string>{"train_step/net/cpu/batch:4", "train_step/resnet18/cpu/batch:4"}));
 }
 
 TEST(Suite, UnknownSuiteIsRejected) {
-  EXPECT_THROW_WITH(bench::check_suites({"train", "ops"}), InputError, "unknown suite 'ops' (known: train, data)");
+  EXPECT_THROW_WITH(bench::check_suites({"train", "ops"}), InputError, "unknown suite 'ops' (known: train, data, op)");
 }

@@ -66,10 +66,16 @@ Table phase_table(const ResultSet& results) {
   return t;
 }
 
+// The name's key:value components in their order, without the dtype (it has its own column).
 std::string shape_of(const Result& r) {
   std::string shape;
-  for (const auto& [k, v] : r.params) {
-    if (k != "dtype") shape += (shape.empty() ? "" : " ") + k + ":" + v;
+  size_t start = 0;
+  for (size_t end = 0; end != std::string::npos; start = end + 1) {
+    end = r.name.find('/', start);
+    const std::string token = r.name.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const auto colon = token.find(':');
+    if (colon == std::string::npos || colon == 0 || token.rfind("dtype:", 0) == 0 || token == r.device) continue;
+    shape += (shape.empty() ? "" : " ") + token;
   }
   return shape;
 }

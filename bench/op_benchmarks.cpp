@@ -1,0 +1,133 @@
+// op/<op>/<device>/...: single ops at the models' shapes, with FLOP/s, bytes/s and the device's
+// measured peaks recorded alongside so reports can place each op on the roofline.
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "progress.h"
+#include "suite.h"
+#include "torchprobe/backend.h"
+#include "torchprobe/error.h"
+#include "torchprobe/nvtx.h"
+
+namespace torchprobe::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kWarmupSeconds = 0.05;
+constexpr double kTargetSampleMs = 1.0;  // calls per sample so a sample lasts about this long
+constexpr int kMaxCallsPerSample = 1000;
+constexpr int kMaxInputSets = 64;
+constexpr std::int64_t kMaxRotationBytes = std::int64_t{2} << 30;
+
+std::int64_t bytes_of(const ops::OpInputs& inputs) {
+  std::int64_t total = 0;
+  for (const auto& t : inputs.tensors) total += t.numel() * static_cast<std::int64_t>(t.element_size());
+  return total;
+}
+
+void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& options) {
+  const torch::Device device = c.device;
+  ops::MathModeGuard math(c.dtype);
+  const ops::Peak peak = ops::measured_peak(device, c.dtype);  // once per device and dtype, before our inputs exist
+
+  // Rotating input sets: consecutive calls read inputs that are not in the last-level cache
+  // (unless --op-input-sets says otherwise); --cold also flushes that cache before each sample.
+  std::vector<ops::OpInputs> sets;
+  sets.push_back(c.make_inputs());
+  const std::int64_t set_bytes = std::max<std::int64_t>(1, bytes_of(sets.front()));
+  int wanted = options.op_input_sets;
+  if (wanted <= 0) {
+    const double needed = std::ceil(2.0 * static_cast<double>(ops::cache_bytes(device)) / static_cast<double>(set_bytes));
+    wanted = static_cast<int>(std::clamp(needed, 1.0, static_cast<double>(kMaxInputSets)));
+    wanted = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kMaxRotationBytes / set_bytes)));
+  }
+  while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
+  size_t next = 0;
+  const auto call = [&] {
+    ops::OpInputs& in = sets[next++ % sets.size()];
+    if (c.reset) c.reset(in);
+    return c.run(in);
+  };
+
+  // Warm-up: allocator growth, library handles, kernel selection.
+  const int min_warmup = device.is_cuda() ? 3 : 1;
+  const auto warm_start = Clock::now();
+  for (int i = 0; i < min_warmup || std::chrono::duration<double>(Clock::now() - warm_start).count() < kWarmupSeconds; ++i) {
+    call();
+  }
+  backend::synchronize(device);
+  auto timeline = backend::make_timeline(device);
+  timeline->mark();
+  if (c.reset) c.reset(sets[next % sets.size()]);
+  call();
+  timeline->mark();
+  const double probe_ms = std::max(1e-4, timeline->elapsed_ms().front());
+  // One call per sample when each needs an untimed reset or a cold cache; otherwise enough calls
+  // for ~1 ms, so the two timeline marks (CUDA events) are a negligible part of the sample.
+  int calls = 1;
+  if (!c.reset && !options.cold) {
+    calls = static_cast<int>(std::clamp(std::ceil(kTargetSampleMs / probe_ms), 1.0, static_cast<double>(kMaxCallsPerSample)));
+  }
+  calls = stable_calls_per_sample(c.name(), calls);
+
+  // Each sample counts as `calls` iterations, so Google Benchmark reports the time per call and
+  // its --benchmark_min_time bounds the real duration.
+  double total_ms = 0.0;
+  while (state.KeepRunningBatch(calls)) {
+    if (c.reset) c.reset(sets[next % sets.size()]);
+    if (options.cold) ops::flush_cache(device);
+    timeline->clear();
+    timeline->mark();
+    for (int k = 0; k < calls; ++k) c.run(sets[next++ % sets.size()]);
+    timeline->mark();
+    const double sample_ms = timeline->elapsed_ms().front();
+    total_ms += sample_ms;
+    state.SetIterationTime(sample_ms / 1e3);
+  }
+  const double mean_s = total_ms / 1e3 / static_cast<double>(state.iterations());
+  state.counters["flops"] = c.flops;
+  state.counters["bytes"] = c.bytes;
+  if (c.flops > 0) {
+    state.counters["gflop_per_s"] = c.flops / mean_s / 1e9;
+    state.counters["peak_gflop_per_s"] = peak.gflop_per_s;
+  }
+  state.counters["gb_per_s"] = c.bytes / mean_s / 1e9;
+  if (c.bandwidth_roof) state.counters["peak_gb_per_s"] = peak.gb_per_s;
+  state.counters["calls_per_sample"] = calls;
+  state.counters["input_sets"] = static_cast<double>(sets.size());
+  state.counters["cold"] = options.cold ? 1 : 0;
+  state.counters["threads"] = at::get_num_threads();
+}
+
+}  // namespace
+
+std::vector<std::string> register_op_benchmarks(const SuiteOptions& options) {
+  std::vector<std::string> names;
+  for (const auto& c : ops::plan_ops(options.devices, options.op_selection)) {
+    const std::string name = c.name();
+    const auto op = std::make_shared<const ops::OpCase>(c);
+    const auto range = std::make_shared<const nvtx::Name>(name, nvtx::colors::kBenchmark);
+    auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+      Progress::instance().start(name);
+      {
+        nvtx::Range outer(*range);
+        try {
+          run_op(state, *op, options);
+        } catch (const std::exception& e) {
+          state.SkipWithError(short_message(e).c_str());
+        }
+      }
+      if (op->device.is_cuda()) backend::release_cached_memory(op->device);
+    });
+    benchmark->UseManualTime()->Unit(benchmark::kMicrosecond);
+    names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace torchprobe::bench

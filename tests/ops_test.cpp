@@ -1,0 +1,278 @@
+#include "torchprobe/ops/ops.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "test_util.h"
+#include "torchprobe/error.h"
+#include "torchprobe/models/registry.h"
+
+using namespace torchprobe;
+
+namespace {
+
+const torch::Device kCpu(torch::kCPU);
+const torch::Device kGpu(torch::kCUDA, 0);
+
+std::set<std::string> names_of(const std::vector<ops::OpCase>& plan) {
+  std::set<std::string> names;
+  for (const auto& c : plan) names.insert(c.name());
+  return names;
+}
+
+std::string param(const ops::OpCase& c, const std::string& key) {
+  for (const auto& [k, v] : c.params) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+// Straightforward references, independent of the kernels the ops use.
+torch::Tensor naive_matmul(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto A = a.contiguous(), B = b.contiguous();
+  const auto m = A.size(0), k = A.size(1), n = B.size(1);
+  auto out = torch::zeros({m, n});
+  auto pa = A.accessor<float, 2>(), pb = B.accessor<float, 2>();
+  auto po = out.accessor<float, 2>();
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double acc = 0.0;
+      for (std::int64_t p = 0; p < k; ++p) acc += static_cast<double>(pa[i][p]) * pb[p][j];
+      po[i][j] = static_cast<float>(acc);
+    }
+  }
+  return out;
+}
+
+// Convolution as unfold (im2col) + matrix product.
+torch::Tensor unfold_conv(const torch::Tensor& x, const torch::Tensor& w, std::int64_t stride, std::int64_t pad) {
+  const auto k = w.size(2);
+  const auto ho = (x.size(2) + 2 * pad - k) / stride + 1, wo = (x.size(3) + 2 * pad - k) / stride + 1;
+  namespace F = torch::nn::functional;
+  auto cols = F::unfold(x, F::UnfoldFuncOptions({k, k}).padding(pad).stride(stride));  // (B, C*k*k, L)
+  auto out = torch::matmul(w.reshape({w.size(0), -1}), cols);                           // (B, O, L)
+  return out.reshape({x.size(0), w.size(0), ho, wo});
+}
+
+void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, const std::string& what, double rtol = 1e-4,
+                  double atol = 1e-4) {
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
+  EXPECT_TRUE(torch::allclose(actual.to(torch::kFloat32).contiguous(), expected.to(torch::kFloat32).contiguous(), rtol, atol))
+      << what << ": max abs diff " << (actual - expected).abs().max().item<float>();
+}
+
+}  // namespace
+
+TEST(OpFormulas, MatmulAgainstHandComputedCounts) {
+  EXPECT_DOUBLE_EQ(ops::matmul_flops(64, 400, 120), 6144000.0);  // 2 * 64 * 400 * 120
+  EXPECT_DOUBLE_EQ(ops::matmul_bytes(64, 400, 120, 4), 325120.0);  // (25600 + 48000 + 7680) * 4
+  EXPECT_DOUBLE_EQ(ops::matmul_flops(4096, 4096, 4096), 137438953472.0);
+  EXPECT_DOUBLE_EQ(ops::matmul_bytes(4096, 4096, 4096, 2), 100663296.0);  // three 32 MiB bf16 matrices
+}
+
+TEST(OpFormulas, ConvAgainstHandComputedCounts) {
+  const ops::ConvShape layer1{64, 64, 32, 32, 64, 3, 1, 1};
+  EXPECT_EQ(layer1.out_height(), 32);
+  EXPECT_DOUBLE_EQ(ops::conv2d_flops(layer1, false), 4831838208.0);  // 2 * 64*64*32*32 * 64*3*3
+  EXPECT_DOUBLE_EQ(ops::conv2d_flops(layer1, true), 3 * 4831838208.0);
+  EXPECT_DOUBLE_EQ(ops::conv2d_bytes(layer1, false, 4), 33701888.0);  // (4194304 + 36864 + 4194304) * 4
+  EXPECT_DOUBLE_EQ(ops::conv2d_bytes(layer1, true, 4), (3 * 4194304.0 + 3 * 36864.0 + 2 * 4194304.0) * 4);
+  const ops::ConvShape net_conv1{1, 3, 32, 32, 6, 5, 1, 0};
+  EXPECT_EQ(net_conv1.out_width(), 28);
+  EXPECT_DOUBLE_EQ(ops::conv2d_flops(net_conv1, false), 705600.0);  // 2 * 6*28*28 * 3*5*5
+  const ops::ConvShape downsample{1, 64, 32, 32, 128, 1, 2, 0};
+  EXPECT_EQ(downsample.out_height(), 16);
+  EXPECT_DOUBLE_EQ(ops::conv2d_flops(downsample, false), 2.0 * 128 * 16 * 16 * 64);
+}
+
+TEST(OpFormulas, ElementwiseAndCopyCountsInThePlan) {
+  ops::OpSelection core;
+  core.batch_sizes = {64};
+  for (const auto& c : ops::plan_ops({kCpu}, core)) {
+    const double n = 64.0 * 64 * 32 * 32;
+    if (c.op == "add") {
+      EXPECT_DOUBLE_EQ(c.bytes, 3 * n * 4);
+      EXPECT_DOUBLE_EQ(c.flops, n);
+    } else if (c.op == "relu") {
+      EXPECT_DOUBLE_EQ(c.bytes, 2 * n * 4);
+    } else if (c.op == "sum") {
+      EXPECT_DOUBLE_EQ(c.bytes, n * 4 + 4);
+    } else if (c.op == "copy") {
+      EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 64 * 1024 * 1024);  // read + write
+    } else if (c.op == "cross_entropy") {
+      EXPECT_DOUBLE_EQ(c.bytes, 64 * 10 * 4 + 64 * 8 + 4);
+    }
+  }
+}
+
+TEST(OpShapes, ConvTablesMatchTheModels) {
+  for (const std::string model : {"net", "resnet18"}) {
+    std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> in_model, in_table;
+    auto module = models::make_model(model);
+    for (const auto& m : module->modules(/*include_self=*/false)) {
+      if (auto* conv = m->as<torch::nn::Conv2d>()) {
+        const auto& o = conv->options;
+        const std::int64_t k = (*o.kernel_size())[0], stride = (*o.stride())[0];
+        // The padding from the output size (its options type differs between LibTorch versions).
+        const auto out = conv->forward(torch::zeros({1, o.in_channels(), 8, 8})).size(2);
+        in_model.insert({o.in_channels(), o.out_channels(), k, stride, ((out - 1) * stride + k - 8 + 1) / 2});
+      }
+    }
+    for (const auto& s : ops::model_conv_shapes(model)) in_table.insert({s.in_channels, s.out_channels, s.kernel, s.stride, s.padding});
+    EXPECT_EQ(in_model, in_table) << model;
+
+    std::set<std::pair<std::int64_t, std::int64_t>> linear_model, linear_table;
+    for (const auto& m : module->modules(false)) {
+      if (const auto* fc = m->as<torch::nn::Linear>()) linear_model.insert({fc->options.in_features(), fc->options.out_features()});
+    }
+    for (const auto& l : ops::model_linear_shapes(model)) linear_table.insert(l);
+    EXPECT_EQ(linear_model, linear_table) << model;
+  }
+  // Spatial sizes chain through the network: each stage's input is the previous stride-2 output.
+  const auto r = ops::model_conv_shapes("resnet18");
+  for (const auto& s : r) {
+    if (s.stride == 2) {
+      const bool next_stage_exists = std::any_of(r.begin(), r.end(), [&](const ops::ConvShape& t) {
+        return t.height == s.out_height() && t.in_channels == s.out_channels && t.stride == 1;
+      });
+      EXPECT_TRUE(next_stage_exists) << s.in_channels << "->" << s.out_channels;
+    }
+  }
+}
+
+TEST(OpPlan, CoreSetOnTheCpu) {
+  const auto names = names_of(ops::plan_ops({kCpu}, ops::OpSelection{}));
+  const std::set<std::string> expected = {
+      "op/matmul/cpu/n:1024/dtype:fp32",
+      "op/conv2d/cpu/model:resnet18/input:64x64x32x32/out:64/kernel:3/stride:1/pad:1/pass:fwd/layout:nchw/dtype:fp32",
+      "op/relu/cpu/input:64x64x32x32/dtype:fp32",
+      "op/max_pool2d/cpu/input:64x6x28x28/kernel:2/stride:2/dtype:fp32",
+      "op/batch_norm/cpu/input:64x64x32x32/mode:train/dtype:fp32",
+      "op/cross_entropy/cpu/input:64x10/dtype:fp32",
+      "op/add/cpu/input:64x64x32x32/dtype:fp32",
+      "op/sum/cpu/input:64x64x32x32/dtype:fp32",
+      "op/copy/cpu/kind:d2d/mib:64"};
+  EXPECT_EQ(names, expected);
+}
+
+TEST(OpPlan, FullSweepPerDeviceAndDtype) {
+  ops::OpSelection all;
+  all.all = true;
+  const auto cpu = ops::plan_ops({kCpu}, all);
+  // matmul: 6 squares + 4 linear shapes x 2 batches; conv2d: 13 shapes x 2 batches x fwd/fwdbwd x NCHW/CL;
+  // 6 activation ops x 2 batches; 6 copy sizes.
+  EXPECT_EQ(cpu.size(), 6u + 8u + 104u + 12u + 6u);
+  for (const auto& c : cpu) {
+    EXPECT_EQ(c.dtype, ops::DType::kFp32) << c.name();  // the CPU runs fp32 only
+    EXPECT_NE(c.op, "model_to");
+    EXPECT_TRUE(param(c, "kind").empty() || param(c, "kind") == "d2d") << c.name();
+  }
+
+  const auto both = ops::plan_ops({kCpu, kGpu}, all);
+  const auto names = names_of(both);
+  EXPECT_EQ(names.size(), both.size());  // unique names
+  for (const std::string dtype : {"fp32", "tf32", "bf16", "fp16"}) {
+    EXPECT_TRUE(names.count("op/matmul/cuda:0/n:8192/dtype:" + dtype)) << dtype;
+    EXPECT_TRUE(names.count("op/conv2d/cuda:0/model:net/input:256x6x14x14/out:16/kernel:5/stride:1/pad:0/pass:fwdbwd/layout:cl/dtype:" + dtype));
+  }
+  EXPECT_FALSE(names.count("op/matmul/cpu/n:8192/dtype:bf16"));
+  for (const std::string kind : {"h2d_pageable", "h2d_pinned", "d2h_pageable", "d2h_pinned", "d2d"}) {
+    EXPECT_TRUE(names.count("op/copy/cuda:0/kind:" + kind + "/mib:1024")) << kind;
+  }
+  EXPECT_TRUE(names.count("op/model_to/cuda:0/model:resnet18"));
+  EXPECT_TRUE(names.count("op/matmul/cpu/model:net/m:256/k:400/n:120/dtype:fp32"));
+}
+
+TEST(OpPlan, SelectionAndErrors) {
+  ops::OpSelection only_add;
+  only_add.ops = {"add"};
+  only_add.batch_sizes = {8};
+  EXPECT_EQ(names_of(ops::plan_ops({kCpu}, only_add)), std::set<std::string>{"op/add/cpu/input:8x64x32x32/dtype:fp32"});
+  ops::OpSelection bad;
+  bad.ops = {"gemm"};
+  EXPECT_THROW_WITH(ops::plan_ops({kCpu}, bad), InputError, "unknown op 'gemm' (known: matmul, conv2d");
+  ops::OpSelection zero;
+  zero.batch_sizes = {0};
+  EXPECT_THROW_WITH(ops::plan_ops({kCpu}, zero), InputError, "op batch size must be >= 1");
+}
+
+// Every op the suite times, at batch 2, against a straightforward reference.
+TEST(OpCorrectness, EveryBenchmarkedOpComputesTheRightThing) {
+  torch::manual_seed(3);
+  ops::OpSelection small;
+  small.all = true;
+  small.batch_sizes = {2};
+  int checked = 0;
+  for (auto& c : ops::plan_ops({kCpu}, small)) {
+    if ((c.op == "matmul" && param(c, "n") != "" && param(c, "m") == "" && param(c, "n") != "256") ||
+        (c.op == "copy" && param(c, "mib") != "1")) {
+      continue;  // large squares and copies: the same code as their smallest size
+    }
+    ops::MathModeGuard math(c.dtype);
+    ops::OpInputs in = c.make_inputs();
+    const std::string what = c.name();
+    const torch::Tensor out = c.run(in);
+    const auto& t = in.tensors;
+    if (c.op == "matmul") {
+      expect_close(out, naive_matmul(t[0], t[1]), what, 1e-4, 1e-3);
+    } else if (c.op == "conv2d") {
+      const auto stride = std::stoll(param(c, "stride")), pad = std::stoll(param(c, "pad"));
+      if (param(c, "pass") == "fwd") {
+        expect_close(out, unfold_conv(t[0], t[1], stride, pad), what, 1e-4, 1e-3);
+      } else {
+        auto x = t[0].detach().contiguous().requires_grad_(true);
+        auto w = t[1].detach().contiguous().requires_grad_(true);
+        unfold_conv(x, w, stride, pad).backward(t[2].contiguous());
+        expect_close(out, x.grad(), what, 1e-4, 1e-3);
+      }
+    } else if (c.op == "relu") {
+      expect_close(out, torch::where(t[0] > 0, t[0], torch::zeros_like(t[0])), what);
+    } else if (c.op == "max_pool2d") {
+      const auto x = t[0];
+      expect_close(out, x.reshape({x.size(0), x.size(1), x.size(2) / 2, 2, x.size(3) / 2, 2}).amax({3, 5}), what);
+    } else if (c.op == "batch_norm") {
+      const auto x = t[0];
+      const auto mean = x.mean({0, 2, 3}, /*keepdim=*/true);
+      const auto var = (x - mean).pow(2).mean({0, 2, 3}, /*keepdim=*/true);
+      expect_close(out, (x - mean) / torch::sqrt(var + 1e-5), what);  // gamma 1, beta 0
+    } else if (c.op == "cross_entropy") {
+      const auto x = t[0].to(torch::kFloat64);
+      const auto log_z = x.exp().sum(1).log();
+      const auto picked = x.gather(1, t[1].unsqueeze(1)).squeeze(1);
+      expect_close(out, (log_z - picked).mean().to(torch::kFloat32), what);
+    } else if (c.op == "add") {
+      const auto a = t[0].contiguous(), b = t[1].contiguous();
+      auto expected = torch::empty_like(a);
+      const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
+      float* pe = expected.data_ptr<float>();
+      for (std::int64_t i = 0; i < a.numel(); ++i) pe[i] = pa[i] + pb[i];
+      expect_close(out, expected, what, 0, 0);
+    } else if (c.op == "sum") {
+      double acc = 0.0;
+      const float* p = t[0].contiguous().data_ptr<float>();
+      for (std::int64_t i = 0; i < t[0].numel(); ++i) acc += p[i];
+      EXPECT_NEAR(out.item<double>(), acc, 1e-3 * std::max(1.0, std::fabs(acc))) << what;
+    } else if (c.op == "copy") {
+      EXPECT_TRUE(torch::equal(t[0], t[1])) << what;
+    } else {
+      ADD_FAILURE() << "no reference for " << what;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1 + 4 + 52 + 6 + 1);  // n:256, 4 linear shapes, 13 convs x 4 variants, 6 activation ops, 1 MiB copy
+}
+
+TEST(OpPeak, MeasuredOncePerDeviceAndCached) {
+  const auto first = ops::measured_peak(kCpu, ops::DType::kFp32);
+  EXPECT_GT(first.gflop_per_s, 0.0);
+  EXPECT_GT(first.gb_per_s, 0.0);
+  EXPECT_TRUE(std::isfinite(first.gflop_per_s) && std::isfinite(first.gb_per_s));
+  const auto again = ops::measured_peak(kCpu, ops::DType::kFp32);
+  EXPECT_EQ(first.gflop_per_s, again.gflop_per_s);
+  EXPECT_EQ(first.gb_per_s, again.gb_per_s);
+}

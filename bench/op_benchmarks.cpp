@@ -13,6 +13,7 @@
 #include "torchprobe/backend.h"
 #include "torchprobe/error.h"
 #include "torchprobe/nvtx.h"
+#include "torchprobe/roofline.h"
 
 namespace torchprobe::bench {
 namespace {
@@ -89,15 +90,21 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
     total_ms += sample_ms;
     state.SetIterationTime(sample_ms / 1e3);
   }
+  // Raw counts and peaks go into the JSON so reports recompute from the median; the rates here
+  // (from the mean) are for the console.
   const double mean_s = total_ms / 1e3 / static_cast<double>(state.iterations());
+  const double peak_flops = c.flops > 0 ? peak.gflop_per_s : NAN, peak_bytes = c.bandwidth_roof ? peak.gb_per_s : NAN;
+  const RooflinePoint point = roofline(c.flops, c.bytes, mean_s, peak_flops, peak_bytes);
   state.counters["flops"] = c.flops;
   state.counters["bytes"] = c.bytes;
+  state.counters["gb_per_s"] = point.gb_per_s;
   if (c.flops > 0) {
-    state.counters["gflop_per_s"] = c.flops / mean_s / 1e9;
-    state.counters["peak_gflop_per_s"] = peak.gflop_per_s;
+    state.counters["gflop_per_s"] = point.gflop_per_s;
+    state.counters["flop_per_byte"] = point.intensity;
+    state.counters["peak_gflop_per_s"] = peak_flops;
   }
-  state.counters["gb_per_s"] = c.bytes / mean_s / 1e9;
-  if (c.bandwidth_roof) state.counters["peak_gb_per_s"] = peak.gb_per_s;
+  if (c.bandwidth_roof) state.counters["peak_gb_per_s"] = peak_bytes;
+  if (std::isfinite(point.pct_of_roof)) state.counters["pct_of_roof"] = point.pct_of_roof;
   state.counters["calls_per_sample"] = calls;
   state.counters["input_sets"] = static_cast<double>(sets.size());
   state.counters["cold"] = options.cold ? 1 : 0;

@@ -2,10 +2,11 @@
 """Fidelity check: torchprobe-bench's op timings vs torch.utils.benchmark on the same ops.
 
 For each op of the core set on the CPU (fp32, same shapes, same thread count; with Debian's
-python3-torch both sides run the same LibTorch .so files), runs several rounds; each round runs
-the C++ op suite once (--op-input-sets 1, as torch.utils.benchmark reuses its inputs) and then
-Timer.blocked_autorange for every op. Each side's figure is the median over rounds of its
-per-round median; the target is agreement within +-5% for ops of 50 us or more.
+python3-torch both sides run the same LibTorch .so files), runs several rounds per op; a round
+runs torchprobe-bench on that one op (--op-input-sets 1, as torch.utils.benchmark reuses its
+inputs) and then Timer.blocked_autorange on the same op, back to back, so the drift of a shared
+host hits both alike. The verdict uses the median of the per-round ratios (C++ / Python); the
+target is agreement within +-5% for ops of 50 us or more.
 
     OMP_NUM_THREADS=2 python3 bench/python/compare_ops_python.py --bench build/bench/torchprobe-bench \
         --threads 2 --out reports/latest/ops_vs_python.json
@@ -31,68 +32,66 @@ OPS = {
         ("x = torch.randn(64, 64, 32, 32); g = torch.ones(64); b = torch.zeros(64); m = torch.zeros(64); v = torch.ones(64)",
          "torch.batch_norm(x, g, b, m, v, True, 0.1, 1e-5, True)"),
     "op/cross_entropy/cpu/input:64x10/dtype:fp32":
-        ("x = torch.randn(64, 10); t = torch.randint(10, (64,))", "torch.nll_loss(torch.log_softmax(x, 1), t)"),
+        ("x = torch.randn(64, 10); t = torch.randint(10, (64,))", "torch.nn.functional.nll_loss(torch.log_softmax(x, 1), t)"),
     "op/add/cpu/input:64x64x32x32/dtype:fp32": ("x = torch.randn(64, 64, 32, 32); y = torch.randn(64, 64, 32, 32)", "torch.add(x, y)"),
     "op/sum/cpu/input:64x64x32x32/dtype:fp32": ("x = torch.randn(64, 64, 32, 32)", "torch.sum(x)"),
     "op/copy/cpu/kind:d2d/mib:64/dtype:fp32": ("x = torch.randn(16 * 1024 * 1024); z = torch.empty_like(x)", "z.copy_(x)"),
 }
 
 
-def run_cpp(bench, threads, min_time):
+def run_cpp(bench, name, threads, min_time):
+    """Median time per call in us of one op, and the LibTorch version."""
+    op = name.split("/")[1]
+    pattern = "^" + name.removesuffix("/dtype:fp32" if name.startswith("op/copy/") else "") + "/manual_time$"
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([bench, "--devices", "cpu", "--suites", "op", "--op-set", "core", "--op-input-sets", "1",
-                        "--threads", str(threads), f"--benchmark_min_time={min_time}", f"--benchmark_out={out.name}",
-                        "--benchmark_out_format=json"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([bench, "--devices", "cpu", "--suites", "op", "--op-set", "core", "--ops", op, "--op-input-sets", "1",
+                        "--threads", str(threads), f"--benchmark_filter={pattern}", f"--benchmark_min_time={min_time}",
+                        f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         doc = json.load(open(out.name))
+    (run,) = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
     scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-    times = {}
-    for b in doc["benchmarks"]:
-        name = b["run_name"].removesuffix("/manual_time")
-        if name.startswith("op/copy/"):
-            name += "/dtype:fp32"
-        times[name] = b["real_time"] * scale[b["time_unit"]]
-    return times, doc["context"].get("libtorch_version")
+    return run["real_time"] * scale[run["time_unit"]], doc["context"].get("libtorch_version")
 
 
-def run_python(threads, min_time):
-    times = {}
-    for name, (setup, stmt) in OPS.items():
-        timer = tb.Timer(stmt=stmt, setup=setup, globals={"torch": torch}, num_threads=threads)
-        times[name] = timer.blocked_autorange(min_run_time=min_time).median * 1e6
-    return times
+def run_python(name, threads, min_time):
+    setup, stmt = OPS[name]
+    timer = tb.Timer(stmt=stmt, setup=setup, globals={"torch": torch}, num_threads=threads)
+    return timer.blocked_autorange(min_run_time=min_time).median * 1e6
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", required=True)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--min-time", type=float, default=1.0)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--min-time", type=float, default=0.5)
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    rounds = []
-    for r in range(args.rounds):
-        cpp, version = run_cpp(args.bench, args.threads, args.min_time)
-        py = run_python(args.threads, args.min_time)
-        rounds.append({"cpp_us": cpp, "python_us": py})
-        print(f"round {r + 1}/{args.rounds} done", flush=True)
-    print(f"C++ LibTorch {version}, Python torch {torch.__version__}, {args.threads} threads, "
-          f"{args.rounds} rounds, median of per-round medians")
-    print(f"{'op':<34} {'C++ us':>10} {'Python us':>10} {'C++/Py':>7}  verdict")
-    summary = {}
+    results = {}
+    version = None
+    print(f"{'op':<16} {'C++ us':>10} {'Python us':>10} {'C++/Py':>7} {'ratio IQR':>13}  verdict", flush=True)
     for name in OPS:
-        cpp = statistics.median(r["cpp_us"][name] for r in rounds)
-        py = statistics.median(r["python_us"][name] for r in rounds)
-        ratio = cpp / py
-        verdict = "n/a (< 50 us)" if py < 50 else ("ok" if abs(ratio - 1) <= 0.05 else "OUTSIDE +-5%")
-        short = name.split("/")[1] + ("/" + name.split("/")[3] if name.startswith("op/copy") else "")
-        print(f"{short:<34} {cpp:>10.1f} {py:>10.1f} {ratio:>7.3f}  {verdict}")
-        summary[name] = {"cpp_us": cpp, "python_us": py, "ratio": ratio, "verdict": verdict}
+        cpp, py, ratios = [], [], []
+        for _ in range(args.rounds):
+            c, version = run_cpp(args.bench, name, args.threads, args.min_time)
+            p = run_python(name, args.threads, args.min_time)
+            cpp.append(c), py.append(p), ratios.append(c / p)
+        ratio = statistics.median(ratios)
+        q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratio, ratio, ratio]
+        py_median = statistics.median(py)
+        verdict = "n/a (< 50 us)" if py_median < 50 else ("ok" if abs(ratio - 1) <= 0.05 else "OUTSIDE +-5%")
+        short = name.split("/")[1]
+        print(f"{short:<16} {statistics.median(cpp):>10.1f} {py_median:>10.1f} {ratio:>7.3f} {q[0]:>6.3f}-{q[2]:<6.3f}  {verdict}",
+              flush=True)
+        results[name] = {"cpp_us": cpp, "python_us": py, "ratios": ratios, "median_ratio": ratio, "verdict": verdict}
+    print(f"C++ LibTorch {version}, Python torch {torch.__version__}, {args.threads} threads, {args.rounds} "
+          f"alternating rounds per op of {args.min_time} s each side")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"threads": args.threads, "libtorch": version, "python_torch": torch.__version__,
-                       "rounds": rounds, "summary": summary}, f, indent=1)
+                       "rounds": args.rounds, "min_time_s": args.min_time, "ops": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -75,27 +75,8 @@ double speedup(const TrainRow& row, const std::string& device, const std::string
 }
 
 OpMetrics op_metrics(const Result& r) {
-  OpMetrics m;
-  const double seconds = r.median_ms / 1e3;
-  const double flops = r.counter("flops"), bytes = r.counter("bytes");
-  m.gflop_per_s = flops / seconds / 1e9;
-  m.gb_per_s = bytes / seconds / 1e9;
-  m.intensity = bytes > 0.0 ? flops / bytes : kNaN;
-  if (std::isnan(flops)) m.gflop_per_s = kNaN;
-  const double peak_flops = r.counter("peak_gflop_per_s"), peak_bw = r.counter("peak_gb_per_s");
-  m.pct_of_roof = kNaN;
-  if (!std::isnan(peak_bw) && !std::isnan(bytes) && (std::isnan(flops) || flops == 0.0)) {
-    m.bound = "memory";  // a pure data movement: only the bandwidth roof applies
-    m.pct_of_roof = 100.0 * m.gb_per_s / peak_bw;
-  } else if (!std::isnan(peak_flops) && !std::isnan(peak_bw) && !std::isnan(m.intensity)) {
-    const double ridge = peak_flops / peak_bw;  // FLOP/byte where the two roofs meet
-    m.bound = m.intensity >= ridge ? "compute" : "memory";
-    const double roof = std::min(peak_flops, m.intensity * peak_bw);
-    m.pct_of_roof = 100.0 * m.gflop_per_s / roof;
-  } else if (!std::isnan(peak_flops) && !std::isnan(flops)) {
-    m.pct_of_roof = 100.0 * m.gflop_per_s / peak_flops;
-  }
-  return m;
+  return roofline(r.counter("flops"), r.counter("bytes"), r.median_ms / 1e3, r.counter("peak_gflop_per_s"),
+                  r.counter("peak_gb_per_s"));
 }
 
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "torchprobe/report/results.h"
+#include "torchprobe/roofline.h"
 
 namespace torchprobe::report {
 
@@ -31,13 +32,9 @@ double speedup(const TrainRow& row, const std::string& device, const std::string
 /// images/s of the row on the device; NaN when missing or failed.
 double images_per_s(const TrainRow& row, const std::string& device);
 
-/// Roofline figures of one op benchmark, from its flops/bytes counters and the device's measured peaks.
-struct OpMetrics {
-  double gflop_per_s = 0.0, gb_per_s = 0.0;  ///< NaN when the counter is absent
-  double intensity = 0.0;                    ///< FLOP per byte moved
-  double pct_of_roof = 0.0;  ///< achieved / the roof that binds at this intensity (NaN without peaks)
-  std::string bound;         ///< "compute", "memory" or "" when unknown
-};
+/// Roofline figures of one op benchmark, from its flops/bytes counters, its median time and the
+/// device's peaks measured in the same run.
+using OpMetrics = RooflinePoint;
 OpMetrics op_metrics(const Result& result);
 
 /// Lines that say a figure cannot be trusted: high CV, failed or skipped runs, Debug builds.

@@ -1,0 +1,41 @@
+#pragma once
+// The roofline verdict of one measurement, shared by the op benchmarks (counters) and the
+// reporter (tables), so both say the same thing. Header-only: the reporter has no LibTorch.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace torchprobe {
+
+struct RooflinePoint {
+  double gflop_per_s = std::numeric_limits<double>::quiet_NaN();
+  double gb_per_s = std::numeric_limits<double>::quiet_NaN();
+  double intensity = std::numeric_limits<double>::quiet_NaN();    ///< FLOP per byte moved
+  double pct_of_roof = std::numeric_limits<double>::quiet_NaN();  ///< achieved / the roof that binds here
+  std::string bound;                                             ///< "compute", "memory" or "" (no roof known)
+};
+
+/// `flops` and `bytes` per call (NaN when unknown), `seconds` per call, peaks NaN when not measured.
+/// A pure data movement (no FLOP) is judged against the bandwidth roof only.
+inline RooflinePoint roofline(double flops, double bytes, double seconds, double peak_gflop_per_s, double peak_gb_per_s) {
+  RooflinePoint p;
+  p.gflop_per_s = flops / seconds / 1e9;
+  p.gb_per_s = bytes / seconds / 1e9;
+  if (bytes > 0.0) p.intensity = flops / bytes;
+  const bool have_flop_roof = std::isfinite(peak_gflop_per_s), have_byte_roof = std::isfinite(peak_gb_per_s);
+  if ((std::isnan(flops) || flops == 0.0) && have_byte_roof && std::isfinite(p.gb_per_s)) {
+    p.bound = "memory";
+    p.pct_of_roof = 100.0 * p.gb_per_s / peak_gb_per_s;
+  } else if (have_flop_roof && have_byte_roof && std::isfinite(p.intensity)) {
+    const double ridge = peak_gflop_per_s / peak_gb_per_s;  // FLOP/byte where the two roofs meet
+    p.bound = p.intensity >= ridge ? "compute" : "memory";
+    p.pct_of_roof = 100.0 * p.gflop_per_s / std::min(peak_gflop_per_s, p.intensity * peak_gb_per_s);
+  } else if (have_flop_roof && std::isfinite(p.gflop_per_s) && flops > 0.0) {
+    p.bound = "compute";
+    p.pct_of_roof = 100.0 * p.gflop_per_s / peak_gflop_per_s;
+  }
+  return p;
+}
+
+}  // namespace torchprobe

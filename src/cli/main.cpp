@@ -5,11 +5,17 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "diagnostics/classify.h"
+#include "diagnostics/scenarios.h"
 #include "torchprobe/cli_support.h"
 #include "torchprobe/device.h"
+#include "torchprobe/error.h"
 #include "torchprobe/report/compare.h"
 #include "torchprobe/report/printers.h"
 
@@ -67,6 +73,45 @@ int compare_command(const CompareFlags& flags) {
   return comparison.regressions() > 0 ? 1 : 0;
 }
 
+int diagnose_device_command(const std::string& scenario, const std::string& device, bool json) {
+  namespace dx = torchprobe::diagnostics;
+  std::optional<torch::Device> gpu;
+  if (!device.empty()) {
+    gpu = torchprobe::parse_device(device);
+    if (!gpu->is_cuda()) throw torchprobe::InputError("--device: the GPU scenarios need a CUDA device (cuda:N), got " + device);
+  }
+  const auto results = dx::run_scenarios(scenario, gpu);
+  int failed = 0, reproduced = 0, skipped = 0;
+  for (const auto& r : results) {
+    failed += r.status == dx::ScenarioStatus::kFailed;
+    reproduced += r.status == dx::ScenarioStatus::kReproduced;
+    skipped += r.status == dx::ScenarioStatus::kSkipped;
+  }
+  if (json) {
+    std::printf("%s\n", dx::scenarios_json(results).c_str());
+  } else {
+    for (const auto& r : results) std::printf("%s\n", dx::scenario_text(r).c_str());
+    std::printf("%d reproduced and explained, %d skipped, %d failed\n", reproduced, skipped, failed);
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+int explain_command(const std::string& text_arg, bool json) {
+  std::string text = text_arg;
+  if (text.empty() || text == "-") {  // the message on stdin, e.g. a pasted traceback
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    text = in.str();
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw torchprobe::InputError("explain: no error message given (pass it as an argument, or on stdin with -)");
+  }
+  const auto diagnosis = torchprobe::diagnostics::explain_error(text);
+  std::printf("%s", json ? (torchprobe::diagnostics::diagnosis_json(diagnosis) + "\n").c_str()
+                         : torchprobe::diagnostics::diagnosis_text(diagnosis).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -102,7 +147,24 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   compare->add_option("--md", compare_flags.markdown, "Also write the comparison as Markdown to this file");
 
+  std::string scenario = "all", diagnose_device;
+  bool diagnose_json = false;
+  auto* diagnose = app.add_subcommand("diagnose", "Reproduce real errors, catch them and explain cause and fix");
+  diagnose->require_subcommand(1);
+  auto* diagnose_device_cmd = diagnose->add_subcommand("device", "The device-mismatch catalogue (GPU scenarios skip without GPUs)");
+  diagnose_device_cmd->add_option("--scenario", scenario, "A scenario name or all")->capture_default_str();
+  diagnose_device_cmd->add_option("--device", diagnose_device, "The CUDA device for GPU scenarios (default cuda:0)");
+  diagnose_device_cmd->add_flag("--json", diagnose_json, "Print the results as JSON");
+
+  std::string explain_text;
+  bool explain_json = false;
+  auto* explain = app.add_subcommand("explain", "Classify a PyTorch/LibTorch device or memory error message and explain it");
+  explain->add_option("text", explain_text, "The message (or - or nothing: read it from stdin)");
+  explain->add_flag("--json", explain_json, "Print kind, devices, argument, explanation and fix as JSON");
+
   return torchprobe::run_cli(app, argc, argv, [&] {
+    if (*diagnose_device_cmd) return diagnose_device_command(scenario, diagnose_device, diagnose_json);
+    if (*explain) return explain_command(explain_text, explain_json);
     if (*report) return report_command(report_flags);
     if (*compare) return compare_command(compare_flags);
     return devices_command(devices_json, threads);

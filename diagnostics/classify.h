@@ -1,0 +1,43 @@
+#pragma once
+// Classifies PyTorch / LibTorch device and memory error messages (1.13 and 2.x wordings, C++ or
+// Python, with or without backtraces) and explains them: which devices, which argument, the fix.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torchprobe::diagnostics {
+
+enum class ErrorKind {
+  kDeviceMismatch,
+  kCudaUnavailable,
+  kInvalidDevice,
+  kMetaTensor,
+  kOutOfMemoryGpu,
+  kOutOfMemoryCpu,
+  kUnknown
+};
+/// "device_mismatch", "cuda_unavailable", ... as in the JSON output.
+std::string kind_name(ErrorKind kind);
+
+struct Diagnosis {
+  ErrorKind kind = ErrorKind::kUnknown;
+  std::string message;               ///< the error line found in the text, without prefixes or backtrace
+  std::vector<std::string> devices;  ///< devices the message names, in order ("cuda:0", "cpu", "cuda")
+  std::optional<std::string> argument;  ///< the argument the message names (mat1, weight, self, ...)
+  std::string op;                       ///< the op the message names, when it does (addmm, nll_loss_forward)
+  std::string explanation;
+  std::string fix_cpp, fix_python;
+};
+
+/// Finds and classifies the error in `text`. Unrecognised text gives kind kUnknown.
+Diagnosis explain_error(const std::string& text);
+
+/// The first line of an exception's message without LibTorch's C++ backtrace (and without the
+/// dispatcher's list of every backend an op has).
+std::string raw_message(const std::exception& e);
+
+std::string diagnosis_text(const Diagnosis& d);
+/// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}
+std::string diagnosis_json(const Diagnosis& d, int indent = 2);
+
+}  // namespace torchprobe::diagnostics

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "diagnostics/audit.h"
 #include "progress.h"
 #include "suite.h"
 #include "torchprobe/backend.h"
@@ -40,6 +41,9 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   backend::reset_peak_memory(device);
   torch::manual_seed(0);
   train::TrainStep step(models::make_model(config.model), device);
+  // Preflight: every parameter and buffer where the step will run, named if not.
+  const auto audit = diagnostics::audit_devices(*step.model(), {}, device);
+  if (!audit.ok()) throw std::runtime_error("device preflight failed: " + audit.text());
   data::Batcher batcher(dataset, config.batch_size, backend::wants_pinned_staging(device), /*seed=*/1, kRotatingBatches);
   std::vector<data::HostBatch*> batches;
   for (int i = 0; i < kRotatingBatches; ++i) batches.push_back(&batcher.next());

@@ -27,7 +27,7 @@ const std::vector<Rule>& rules() {
         r(ErrorKind::kOutOfMemoryCpu, R"(DefaultCPUAllocator: (can't allocate memory|not enough memory)|std::bad_alloc|MemoryError|Cannot allocate memory)"),
         r(ErrorKind::kCudaUnavailable, R"(Torch not compiled with CUDA enabled|not linked with support for cuda devices|Cannot initialize CUDA without ATen_cuda library|Found no NVIDIA driver|No CUDA GPUs are available|no CUDA-capable device is detected|CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|with arguments from the 'CUDA' backend|CUDA is not available)"),
         r(ErrorKind::kInvalidDevice, R"(invalid device ordinal|Invalid device string|device type at start of device string|torch\.cuda\.device_count\(\) is \d+|Device index must not be negative|Invalid device id|device >= 0 && device < num_gpus|CUDA device ordinal)"),
-        r(ErrorKind::kMetaTensor, R"(meta tensor|from the 'Meta' backend|on device meta|\bmeta\b and|and meta\b|device='meta'|on meta\b)"),
+        r(ErrorKind::kMetaTensor, R"(meta tensor|with Meta tensors|from the 'Meta' backend|on device meta|\bmeta\b and|and meta\b|device='meta'|on meta\b)"),
         r(ErrorKind::kDeviceMismatch, R"(Expected all tensors to be on the same device|must be on the current device|Expected object of device type|but expected (it )?to be on|should be either on cpu or on the same device|Input type \([\w.]+\) and weight type \([\w.]+\) should be the same|Expected a '\w+' device type for generator|are on different devices|different from other tensors on)"),
     };
   }();
@@ -71,6 +71,7 @@ std::vector<std::string> devices_in(const std::string& message) {
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return {name};
   }
+  if (message.find("with Meta tensors") != std::string::npos) return {"meta"};
   // Old wordings name tensor types: torch.FloatTensor is a CPU tensor, torch.cuda.FloatTensor a CUDA one.
   for (auto it = std::sregex_iterator(message.begin(), message.end(), tensor_type); it != std::sregex_iterator(); ++it) {
     add_device(devices, (*it)[1].matched ? "cuda" : "cpu");

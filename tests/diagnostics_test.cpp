@@ -60,6 +60,9 @@ const std::vector<Case> kCases = {
      ErrorKind::kInvalidDevice, {"cuda:3"}, "", ""},
     {"NotImplementedError: Cannot copy out of meta tensor; no data!", ErrorKind::kMetaTensor, {"meta"}, "", ""},
     {"RuntimeError: Tensor.item() cannot be called on meta tensors", ErrorKind::kMetaTensor, {"meta"}, "", ""},
+    {"aten::_local_scalar_dense: attempted to run this operator with Meta tensors, but there was no fake impl or Meta "
+     "kernel registered. You may have run into this message while using an operator with PT2 compilation APIs",
+     ErrorKind::kMetaTensor, {"meta"}, "", ""},
     {"Expected all tensors to be on the same device, but found at least two devices, meta and cpu! (when checking "
      "argument for argument mat1 in method wrapper_addmm)",
      ErrorKind::kMetaTensor, {"meta", "cpu"}, "mat1", "addmm"},

@@ -89,12 +89,14 @@ Table op_table(const ResultSet& results) {
   for (const auto& r : results.results) {
     if (r.suite != "op") continue;
     if (r.failed()) {
-      t.add({r.subject, r.device_label, shape_of(r), r.dtype, "failed", "-", "-", "-", "-", "-", "-"});
+      t.add({r.subject, r.device_label, shape_of(r), r.dtype.empty() ? "-" : r.dtype, "failed", "-", "-", "-", "-", "-", "-"});
       continue;
     }
     const OpMetrics m = op_metrics(r);
-    t.add({r.subject, r.device_label, shape_of(r), r.dtype, format_ms(r.median_ms), cv_cell(r), format_number(m.gflop_per_s),
-           format_number(m.gb_per_s), format_number(m.intensity), format_pct(m.pct_of_roof), m.bound.empty() ? "-" : m.bound});
+    const bool computes = r.counter("flops") > 0;  // copies and moves: bytes only
+    t.add({r.subject, r.device_label, shape_of(r), r.dtype.empty() ? "-" : r.dtype, format_ms(r.median_ms), cv_cell(r),
+           computes ? format_number(m.gflop_per_s) : "-", format_number(m.gb_per_s),
+           computes ? format_number(m.intensity) : "-", format_pct(m.pct_of_roof), m.bound.empty() ? "-" : m.bound});
   }
   return t;
 }
@@ -146,7 +148,7 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
   if (!view.rows.empty()) {
     out += "\n## Training step\n\nFull step (host-to-device copy, forward, loss, backward, SGD step); images/s is the "
            "median over repetitions (± its CV)";
-    out += view.baseline.empty() ? ".\n" : fmt::format(", speedup against {}.\n", view.baseline);
+    out += view.baseline.empty() || view.devices.size() < 2 ? ".\n" : fmt::format(", speedup against {}.\n", view.baseline);
     for (const auto& chart : charts) out += fmt::format("\n![{}]({})\n", chart.title, chart.file);
     for (const auto& model : view.models()) out += fmt::format("\n### {}\n\n", model) + training_table(view, model).markdown();
     const Table phases = phase_table(results);

@@ -218,8 +218,8 @@ void parse_benchmark_name(const std::string& name, Result& result) {
   }
   if (result.params.count("dtype")) {
     result.dtype = result.params["dtype"];
-  } else if (result.suite == "train_step" || result.suite == "op") {
-    result.dtype = "fp32";
+  } else if (result.suite == "train_step") {
+    result.dtype = "fp32";  // op names carry their dtype where one applies (copies have none)
   }
 }
 

@@ -33,7 +33,7 @@ struct Result {
   std::string device_label;  ///< device, or device@host when inputs come from several hosts
   std::string device_name;
   std::int64_t batch = 0;  ///< 0: not applicable
-  std::string dtype;       ///< "fp32" unless the name says otherwise ("" for data benchmarks)
+  std::string dtype;       ///< from the name's dtype:; "fp32" for training steps without one; else ""
   std::map<std::string, std::string> params;  ///< every key:value name component (batch, dtype, n, ...)
   std::vector<double> samples_ms;             ///< per repetition: time per iteration in ms
   int repetitions = 0;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Everything the GPU-dependent issues need, in one call on a GPU host (e.g. a lent device machine):
+# inventory, the gpu-labelled tests, the device diagnostics, the quick suite and the op suite's
+# GPU checks, each written to OUT_DIR with a report. Needs an existing build tree (scripts/test.sh
+# --flavour cuda, or ../shared/gpu/prepare.sh + .gpu/build.sh, which builds build-gpu/).
+# Usage: scripts/gpu_session.sh OUT_DIR
+#   TORCHPROBE_BUILD_DIR  build tree (default: build-gpu, else build-cuda)
+#   TORCHPROBE_DEVICES    devices for the benchmarks (default: all)
+# Steps that fail are recorded in OUT_DIR/steps.txt and the rest still runs; exit 1 if any failed.
+set -uo pipefail
+out="${1:?usage: scripts/gpu_session.sh OUT_DIR}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${TORCHPROBE_BUILD_DIR:-}"
+if [[ -z "$build" ]]; then
+  for candidate in "$root/build-gpu" "$root/build-cuda"; do [[ -x "$candidate/src/torchprobe" ]] && build="$candidate" && break; done
+fi
+if [[ -z "$build" || ! -x "$build/src/torchprobe" ]]; then
+  echo "torchprobe: error: no build tree with src/torchprobe (set TORCHPROBE_BUILD_DIR)" >&2
+  exit 2
+fi
+devices="${TORCHPROBE_DEVICES:-all}"
+mkdir -p "$out"
+tp="$build/src/torchprobe" bench="$build/bench/torchprobe-bench"
+failed=0
+step() {  # step NAME COMMAND...: runs it with its output in OUT/NAME.log and records the exit code
+  local name="$1"; shift
+  local start=$SECONDS rc=0
+  "$@" > "$out/$name.log" 2>&1 || rc=$?
+  printf '%-22s exit %d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$*" | tee -a "$out/steps.txt"
+  [[ $rc == 0 ]] || failed=1
+}
+
+step devices "$tp" devices
+step devices_json sh -c "'$tp' devices --json > '$out/devices.json'"
+step gpu_tests sh -c "cd '$build' && ctest -L gpu --output-on-failure"
+step diagnose_device sh -c "'$tp' diagnose device --json > '$out/diagnose_device.json' && '$tp' diagnose device"
+# The quick suite: training steps (net, resnet18 at batch 4 and 64), data, the core op set.
+step quick "$bench" --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 \
+  --benchmark_min_time=0.2 --benchmark_out="$out/quick.json" --benchmark_out_format=json
+# Op checks: large GEMMs per dtype (share of the measured peak), pinned vs pageable copies, cold mode.
+step ops_gemm "$bench" --devices "$devices" --suites op --op-set all --ops matmul --benchmark_repetitions=3 \
+  --benchmark_filter='n:(4096|8192)/' --benchmark_out="$out/ops_gemm.json" --benchmark_out_format=json
+step ops_copy "$bench" --devices "$devices" --suites op --op-set all --ops copy,model_to --benchmark_repetitions=3 \
+  --benchmark_out="$out/ops_copy.json" --benchmark_out_format=json
+step ops_cold "$bench" --devices "$devices" --suites op --op-set core --ops matmul,conv2d,add --cold \
+  --benchmark_repetitions=3 --benchmark_out="$out/ops_cold.json" --benchmark_out_format=json
+step ops_full_conv "$bench" --devices "$devices" --suites op --op-set all --ops conv2d --benchmark_min_time=0.1 \
+  --benchmark_out="$out/ops_conv.json" --benchmark_out_format=json
+for json in "$out"/*.json; do
+  case "$json" in *devices.json|*diagnose_device.json) continue ;; esac
+  name="$(basename "$json" .json)"
+  step "report_$name" "$tp" report "$json" --out "$out/report_$name"
+done
+cat "$out/steps.txt"
+exit $failed

@@ -274,6 +274,11 @@ Diagnosis explain_error(const std::string& text) {
   d.argument = argument_in(d.message);
   d.op = op_in(d.message);
   explain(d);
+  if (d.kind == ErrorKind::kOutOfMemoryGpu || d.kind == ErrorKind::kOutOfMemoryCpu) {
+    d.memory = parse_oom(d.message);
+    const std::string numbers = explain_oom_facts(d.memory, d.kind == ErrorKind::kOutOfMemoryGpu);
+    if (!numbers.empty()) d.explanation += " " + numbers;
+  }
   return d;
 }
 
@@ -309,6 +314,19 @@ std::string diagnosis_json(const Diagnosis& d, int indent) {
                       {"explanation", d.explanation},
                       {"fix", d.fix_cpp},
                       {"fix_python", d.fix_python}};
+  if (d.memory.any()) {
+    auto& m = j["memory"];
+    const auto put = [&m](const char* key, const std::optional<std::int64_t>& v) {
+      m[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    put("requested_bytes", d.memory.requested);
+    put("total_bytes", d.memory.total);
+    put("free_bytes", d.memory.free);
+    put("allocated_bytes", d.memory.allocated);
+    put("reserved_bytes", d.memory.reserved);
+    put("process_in_use_bytes", d.memory.process_in_use);
+    m["fragmentation"] = looks_fragmented(d.memory);
+  }
   return j.dump(indent);
 }
 

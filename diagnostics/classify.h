@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "diagnostics/oom.h"
+
 namespace torchprobe::diagnostics {
 
 enum class ErrorKind {
@@ -27,6 +29,7 @@ struct Diagnosis {
   std::string op;                       ///< the op the message names, when it does (addmm, nll_loss_forward)
   std::string explanation;
   std::string fix_cpp, fix_python;
+  OomFacts memory;  ///< out-of-memory kinds: the numbers the message gives
 };
 
 /// Finds and classifies the error in `text`. Unrecognised text gives kind kUnknown.
@@ -37,7 +40,9 @@ Diagnosis explain_error(const std::string& text);
 std::string raw_message(const std::exception& e);
 
 std::string diagnosis_text(const Diagnosis& d);
-/// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}
+/// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}, and for
+/// OOM messages with numbers "memory": {requested_bytes, total_bytes, free_bytes, allocated_bytes, reserved_bytes,
+/// process_in_use_bytes (each null when absent), fragmentation}
 std::string diagnosis_json(const Diagnosis& d, int indent = 2);
 
 }  // namespace torchprobe::diagnostics

@@ -34,6 +34,7 @@ step devices "$tp" devices
 step devices_json sh -c "'$tp' devices --json > '$out/devices.json'"
 step gpu_tests sh -c "cd '$build' && ctest -L gpu --output-on-failure"
 step diagnose_device sh -c "'$tp' diagnose device --json > '$out/diagnose_device.json' && '$tp' diagnose device"
+step diagnose_memory sh -c "'$tp' diagnose memory --devices '$devices' --json > '$out/diagnose_memory.json' && '$tp' diagnose memory --devices '$devices'"
 # The quick suite: training steps (net, resnet18 at batch 4 and 64), data, the core op set.
 step quick "$bench" --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 \
   --benchmark_min_time=0.2 --benchmark_out="$out/quick.json" --benchmark_out_format=json
@@ -47,7 +48,7 @@ step ops_cold "$bench" --devices "$devices" --suites op --op-set core --ops matm
 step ops_full_conv "$bench" --devices "$devices" --suites op --op-set all --ops conv2d --benchmark_min_time=0.1 \
   --benchmark_out="$out/ops_conv.json" --benchmark_out_format=json
 for json in "$out"/*.json; do
-  case "$json" in *devices.json|*diagnose_device.json) continue ;; esac
+  case "$json" in *devices.json|*diagnose_device.json|*diagnose_memory.json) continue ;; esac
   name="$(basename "$json" .json)"
   step "report_$name" "$tp" report "$json" --out "$out/report_$name"
 done

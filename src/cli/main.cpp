@@ -1,21 +1,28 @@
 // torchprobe: the command-line front end. Thin: parse flags, call the core library, print.
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "diagnostics/classify.h"
+#include "diagnostics/leak.h"
+#include "diagnostics/memory_probe.h"
 #include "diagnostics/scenarios.h"
 #include "torchprobe/cli_support.h"
 #include "torchprobe/device.h"
 #include "torchprobe/error.h"
+#include "torchprobe/memory.h"
+#include "torchprobe/models/registry.h"
 #include "torchprobe/report/compare.h"
 #include "torchprobe/report/printers.h"
 
@@ -96,6 +103,116 @@ int diagnose_device_command(const std::string& scenario, const std::string& devi
   return failed > 0 ? 1 : 0;
 }
 
+struct MemoryFlags {
+  std::string devices = "all", models = "net,resnet18", cpu_limit = "512MiB";
+  std::int64_t max_batch = 1 << 20;
+  double tolerance_pct = 2.0;
+  int leak_steps = 15, threads = 0;
+  bool json = false, child = false;
+};
+
+std::int64_t parse_byte_size(const std::string& text, const char* flag) {
+  if (const auto bytes = torchprobe::diagnostics::parse_size(text)) {
+    if (*bytes > 0) return *bytes;
+  } else if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    return std::stoll(text);
+  }
+  throw torchprobe::InputError(fmt::format("{}: expected a size like 2GiB or 512MiB, got '{}'", flag, text));
+}
+
+// The CPU probe's child: caps its own address space once the step is initialised, runs the probe,
+// and prints the report as JSON on stdout for the parent. Progress goes to stderr.
+int memory_child(const MemoryFlags& flags, const torchprobe::diagnostics::ProbeOptions& base) {
+  namespace dx = torchprobe::diagnostics;
+  dx::ProbeOptions options = base;
+  options.model = flags.models;
+  const std::int64_t budget = parse_byte_size(flags.cpu_limit, "--cpu-limit");
+  // oneDNN off (Python: torch.backends.mkldnn.enabled = False): under the limit its JIT crashes
+  // (SIGSEGV in dnnl_primitive_create) instead of raising, and its per-shape code caches take
+  // address space for good, so the boundary would depend on the search's history.
+  at::globalContext().setUserEnabledMkldnn(false);
+  options.on_ready = [budget] {
+    torchprobe::cap_address_space(budget);
+    return budget;
+  };
+  const dx::ProbeReport report = dx::run_memory_probe(torch::Device(torch::kCPU), options);
+  std::printf("%s\n", dx::probe_to_json(report).c_str());
+  return 0;
+}
+
+int diagnose_memory_command(const MemoryFlags& flags) {
+  namespace dx = torchprobe::diagnostics;
+  // Not a benchmark: use every core (OpenMP's default may be 1 thread), unless told otherwise.
+  at::set_num_threads(flags.threads > 0 ? flags.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  dx::ProbeOptions options;
+  options.search.max_batch = flags.max_batch;
+  options.search.tolerance = flags.tolerance_pct / 100.0;
+  options.on_trial = [](const dx::Trial& t) {
+    std::fprintf(stderr, "  trial batch %lld: %s (%.1f s)\n", static_cast<long long>(t.batch),
+                 t.fits ? fmt::format("ran, peak {}", dx::format_bytes(static_cast<double>(t.peak_bytes))).c_str()
+                        : "out of memory",
+                 t.seconds);
+  };
+  if (flags.child) return memory_child(flags, options);
+
+  const std::int64_t budget = parse_byte_size(flags.cpu_limit, "--cpu-limit");
+  const auto devices = torchprobe::parse_device_list(flags.devices);
+  std::vector<std::string> models;
+  for (std::string rest = flags.models; !rest.empty();) {
+    const auto comma = rest.find(',');
+    models.push_back(rest.substr(0, comma));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  if (models.size() == 1 && models.front() == "all") models = torchprobe::models::model_names();
+  for (const auto& m : models) torchprobe::models::make_model(m);  // unknown names fail here, before any work
+
+  nlohmann::ordered_json out = {{"probes", nlohmann::json::array()}, {"leaks", nlohmann::json::array()}};
+  bool ok = true;
+  for (const auto& device : devices) {
+    for (const auto& model : models) {
+      std::fprintf(stderr, "torchprobe: diagnose memory: %s on %s\n", model.c_str(), torchprobe::device_string(device).c_str());
+      dx::ProbeReport report;
+      if (device.is_cuda()) {
+        dx::ProbeOptions o = options;
+        o.model = model;
+        report = dx::run_memory_probe(device, o);
+      } else {
+        report = dx::run_probe_in_child(
+            "/proc/self/exe", {"diagnose", "memory", "--child", "--models", model, "--cpu-limit", std::to_string(budget),
+                               "--max-batch", std::to_string(flags.max_batch), "--tolerance",
+                               fmt::format("{}", flags.tolerance_pct), "--threads", std::to_string(at::get_num_threads())});
+      }
+      ok = ok && report.ok();
+      if (flags.json) {
+        out["probes"].push_back(nlohmann::ordered_json::parse(dx::probe_to_json(report)));
+      } else {
+        std::printf("%s\n", dx::probe_text(report).c_str());
+        std::fflush(stdout);
+      }
+      dx::LeakOptions leak_options;
+      leak_options.steps = flags.leak_steps;
+      for (const auto loop : {dx::LeakLoop::kCorrect, dx::LeakLoop::kKeptLosses}) {
+        const dx::LeakReport leak = dx::run_leak_scenario(loop, model, device, leak_options);
+        const bool expected = leak.leak == (loop == dx::LeakLoop::kKeptLosses);
+        ok = ok && expected;
+        if (flags.json) {
+          out["leaks"].push_back(nlohmann::ordered_json{{"scenario", leak.scenario}, {"model", model}, {"device", leak.device}, {"steps", leak.steps},
+                                  {"leak", leak.leak}, {"expected_leak", loop == dx::LeakLoop::kKeptLosses},
+                                  {"tensor_bytes_per_step", leak.tensor_bytes_per_step},
+                                  {"live_tensors_per_step", leak.live_tensors_per_step},
+                                  {"heap_bytes_per_step", leak.heap_bytes_per_step}, {"verdict", leak.verdict}});
+        } else {
+          std::printf("leak check, %s%s", dx::leak_text(leak).c_str(), expected ? "" : "  ^ NOT AS EXPECTED\n");
+        }
+      }
+      if (!flags.json) std::printf("\n");
+    }
+  }
+  out["ok"] = ok;
+  if (flags.json) std::printf("%s\n", out.dump(2).c_str());
+  return ok ? 0 : 1;
+}
+
 int explain_command(const std::string& text_arg, bool json) {
   std::string text = text_arg;
   if (text.empty() || text == "-") {  // the message on stdin, e.g. a pasted traceback
@@ -156,6 +273,28 @@ int main(int argc, char** argv) {
   diagnose_device_cmd->add_option("--device", diagnose_device, "The CUDA device for GPU scenarios (default cuda:0)");
   diagnose_device_cmd->add_flag("--json", diagnose_json, "Print the results as JSON");
 
+  MemoryFlags memory_flags;
+  auto* diagnose_memory_cmd =
+      diagnose->add_subcommand("memory", "Reproduce a real out-of-memory error, explain it, find the largest batch, check for leaks");
+  diagnose_memory_cmd->add_option("--devices,--device", memory_flags.devices, "cpu, cuda:N, a comma list, or all")->capture_default_str();
+  diagnose_memory_cmd->add_option("--models,--model", memory_flags.models, "net, resnet18, a comma list, or all")->capture_default_str();
+  diagnose_memory_cmd->add_option("--cpu-limit", memory_flags.cpu_limit,
+                                  "CPU: the address space the child may allocate beyond what it has mapped, e.g. 2GiB")
+      ->capture_default_str();
+  diagnose_memory_cmd->add_option("--max-batch", memory_flags.max_batch, "Stop doubling the batch here")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  diagnose_memory_cmd->add_option("--tolerance", memory_flags.tolerance_pct, "Largest-batch precision, % (0: exact)")
+      ->check(CLI::Range(0.0, 50.0))
+      ->capture_default_str();
+  diagnose_memory_cmd->add_option("--leak-steps", memory_flags.leak_steps, "Steps the leak detector watches")
+      ->check(CLI::Range(3, 100000))
+      ->capture_default_str();
+  diagnose_memory_cmd->add_option("--threads", memory_flags.threads, "LibTorch intra-op threads (default: every core)")
+      ->check(CLI::PositiveNumber);
+  diagnose_memory_cmd->add_flag("--json", memory_flags.json, "Print the reports as JSON");
+  diagnose_memory_cmd->add_flag("--child", memory_flags.child, "internal: the CPU probe's child process")->group("");
+
   std::string explain_text;
   bool explain_json = false;
   auto* explain = app.add_subcommand("explain", "Classify a PyTorch/LibTorch device or memory error message and explain it");
@@ -163,6 +302,7 @@ int main(int argc, char** argv) {
   explain->add_flag("--json", explain_json, "Print kind, devices, argument, explanation and fix as JSON");
 
   return torchprobe::run_cli(app, argc, argv, [&] {
+    if (*diagnose_memory_cmd) return diagnose_memory_command(memory_flags);
     if (*diagnose_device_cmd) return diagnose_device_command(scenario, diagnose_device, diagnose_json);
     if (*explain) return explain_command(explain_text, explain_json);
     if (*report) return report_command(report_flags);

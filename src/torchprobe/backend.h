@@ -65,6 +65,43 @@ std::int64_t peak_memory_bytes(const torch::Device& device);
 /// Returns cached, unused allocator blocks to the device (no-op on the CPU).
 void release_cached_memory(const torch::Device& device);
 
+/// One allocator statistic in bytes, as torch.cuda.memory_stats() reports it: now, and the
+/// peak since the last reset_allocator_peaks().
+struct MemoryStat {
+  std::int64_t current = 0, peak = 0;
+};
+/// A memory_summary-style snapshot of the allocator that serves a device. GPU: LibTorch's
+/// caching allocator and cudaMemGetInfo. CPU: the CpuAllocationCounter (available only while
+/// one is installed); the CPU has no cache, so reserved and active equal allocated there.
+struct AllocatorStats {
+  bool available = false;
+  MemoryStat allocated;  ///< bytes in live tensors
+  MemoryStat reserved;   ///< bytes the allocator holds (cached blocks included)
+  MemoryStat active;     ///< bytes in blocks in use, including the allocator's rounding
+  std::int64_t live_allocations = 0;
+  std::int64_t alloc_retries = 0;  ///< GPU: allocations that succeeded only after freeing the cache
+  std::int64_t ooms = 0;           ///< GPU: out-of-memory errors the allocator raised
+  std::int64_t device_total = -1, device_free = -1;  ///< GPU: cudaMemGetInfo; -1 on the CPU
+};
+AllocatorStats allocator_stats(const torch::Device& device);
+void reset_allocator_peaks(const torch::Device& device);
+
+/// Counts every CPU tensor allocation (bytes now, peak, live count) while an instance lives, by
+/// wrapping c10's CPU allocator (c10::SetCPUAllocator). Instances nest: the outermost installs
+/// and uninstalls. Memory allocated while it was installed is still freed correctly after it is
+/// gone. Throws std::runtime_error when another CPU allocator outranks it.
+class CpuAllocationCounter {
+ public:
+  CpuAllocationCounter();
+  ~CpuAllocationCounter();
+  CpuAllocationCounter(const CpuAllocationCounter&) = delete;
+  CpuAllocationCounter& operator=(const CpuAllocationCounter&) = delete;
+};
+
+/// Whether `e` is an allocator's out-of-memory error: c10::OutOfMemoryError (GPU caching
+/// allocator) or the CPU allocator's "can't allocate memory".
+bool is_out_of_memory(const std::exception& e);
+
 /// Brackets the measured region for profilers that capture one range (nsys
 /// --capture-range=cudaProfilerApi): cudaProfilerStart/Stop on CUDA builds, nothing otherwise.
 void profiler_capture_start();

@@ -1,5 +1,13 @@
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
+
 #include <chrono>
+#include <cstring>
+#include <mutex>
+#include <new>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "torchprobe/backend.h"
 #include "torchprobe/backend_detail.h"
@@ -29,7 +37,128 @@ int cuda_index(const torch::Device& device) { return device.has_index() ? device
 // Baseline RSS at the last CPU reset, so peak_memory_bytes reports growth.
 std::int64_t g_cpu_rss_baseline = 0;
 
+// The CPU allocation counter's state. Never destroyed: tensors allocated through the counter may
+// be freed after it was uninstalled, even during static destruction at exit.
+struct CounterState {
+  std::mutex mutex;
+  std::unordered_map<void*, std::size_t> sizes;
+  std::int64_t current = 0, peak = 0;
+  c10::Allocator* original = nullptr;
+  c10::DeleterFnPtr original_deleter = nullptr;
+  int installed = 0;  // nesting depth
+};
+CounterState& counter_state() {
+  static auto* state = new CounterState;
+  return *state;
+}
+
+void counting_delete(void* ptr) {
+  CounterState& state = counter_state();
+  c10::DeleterFnPtr deleter = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    const auto it = state.sizes.find(ptr);
+    if (it != state.sizes.end()) {
+      state.current -= static_cast<std::int64_t>(it->second);
+      state.sizes.erase(it);
+    }
+    deleter = state.original_deleter;
+  }
+  deleter(ptr);
+}
+
+// Wraps the CPU allocator that was installed before (c10's DefaultCPUAllocator): allocations it
+// returns in its raw form (context == data, its own raw deleter) are recorded by address and
+// handed out with counting_delete, which forgets them and calls the original deleter. Anything
+// else passes through uncounted.
+//
+// Version seam: LibTorch 1.13 declares Allocator::allocate() const, 2.x (>= 2.3) non-const and
+// adds a pure virtual copy_data(). Both allocate() overloads are defined, so whichever the
+// LibTorch declares is overridden, and copy_data is a plain member where the base lacks it. No
+// `override` on them for that reason.
+class CountingCpuAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(std::size_t n) const { return counted(n); }
+  c10::DataPtr allocate(std::size_t n) { return counted(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
+  c10::DeleterFnPtr raw_deleter() const { return &counting_delete; }
+
+ private:
+  static c10::DataPtr counted(std::size_t n) {
+    CounterState& state = counter_state();
+    c10::DataPtr inner = state.original->allocate(n);
+    void* ptr = inner.get();
+    if (ptr == nullptr || inner.get_context() != ptr || inner.get_deleter() != state.original_deleter) return inner;
+    const c10::Device device = inner.device();
+    inner.release_context();
+    {
+      std::lock_guard<std::mutex> lock(state.mutex);
+      try {
+        state.sizes[ptr] = n;
+      } catch (...) {  // std::bad_alloc under a tight memory limit: give the block back first
+        state.original_deleter(ptr);
+        throw;
+      }
+      state.current += static_cast<std::int64_t>(n);
+      if (state.current > state.peak) state.peak = state.current;
+    }
+    return {ptr, ptr, &counting_delete, device};
+  }
+};
+
+CountingCpuAllocator g_counting_allocator;
+
 }  // namespace
+
+CpuAllocationCounter::CpuAllocationCounter() {
+  CounterState& state = counter_state();
+  if (state.installed++ > 0) return;
+  c10::Allocator* current = c10::GetCPUAllocator();
+  if (state.original != nullptr && state.original != current) {
+    state.installed = 0;
+    throw std::runtime_error("CpuAllocationCounter: the CPU allocator changed since the counter was first installed");
+  }
+  state.original = current;
+  state.original_deleter = current->raw_deleter();
+  c10::SetCPUAllocator(&g_counting_allocator, /*priority=*/0);
+  if (c10::GetCPUAllocator() != &g_counting_allocator) {
+    state.installed = 0;
+    throw std::runtime_error("CpuAllocationCounter: another CPU allocator with a higher priority is installed");
+  }
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.peak = state.current;
+}
+
+CpuAllocationCounter::~CpuAllocationCounter() {
+  CounterState& state = counter_state();
+  if (--state.installed == 0) c10::SetCPUAllocator(state.original, /*priority=*/0);
+}
+
+AllocatorStats allocator_stats(const torch::Device& device) {
+  if (device.is_cuda()) return detail::allocator_stats(cuda_index(device));
+  AllocatorStats out;
+  CounterState& state = counter_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  out.available = state.installed > 0;
+  out.allocated = {state.current, state.peak};
+  out.reserved = out.active = out.allocated;
+  out.live_allocations = static_cast<std::int64_t>(state.sizes.size());
+  return out;
+}
+
+void reset_allocator_peaks(const torch::Device& device) {
+  if (device.is_cuda()) return detail::reset_allocator_peaks(cuda_index(device));
+  CounterState& state = counter_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.peak = state.current;
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return true;
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  const auto* error = dynamic_cast<const c10::Error*>(&e);
+  return error != nullptr && std::strstr(error->what_without_backtrace(), "can't allocate memory") != nullptr;
+}
 
 bool cuda_compiled() { return detail::compiled(); }
 int cuda_device_count() { return detail::device_count(); }

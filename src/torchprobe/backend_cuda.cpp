@@ -150,6 +150,27 @@ void release_cached_memory(int index) {
   c10::cuda::CUDACachingAllocator::emptyCache();
 }
 
+AllocatorStats allocator_stats(int index) {
+  const auto device = static_cast<c10::DeviceIndex>(index);
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  AllocatorStats out;
+  out.available = true;
+  out.allocated = {stats.allocated_bytes[0].current, stats.allocated_bytes[0].peak};  // [0]: StatType::AGGREGATE
+  out.reserved = {stats.reserved_bytes[0].current, stats.reserved_bytes[0].peak};
+  out.active = {stats.active_bytes[0].current, stats.active_bytes[0].peak};
+  out.live_allocations = stats.allocation[0].current;
+  out.alloc_retries = stats.num_alloc_retries;
+  out.ooms = stats.num_ooms;
+  c10::cuda::CUDAGuard guard(device);
+  size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo", index);
+  out.device_free = static_cast<std::int64_t>(free);
+  out.device_total = static_cast<std::int64_t>(total);
+  return out;
+}
+
+void reset_allocator_peaks(int index) { reset_peak_memory(index); }
+
 void profiler_start() { cudaProfilerStart(); }
 void profiler_stop() { cudaProfilerStop(); }
 

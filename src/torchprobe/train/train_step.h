@@ -36,6 +36,15 @@ class TrainStep {
   /// Waits for the device once, at the end.
   std::array<double, kPhaseCount> run_instrumented(data::HostBatch& batch, backend::Timeline& timeline);
 
+  /// Zeroes the gradients: after a step that failed part-way (an out-of-memory error in backward),
+  /// so the next step starts clean. Weights and optimizer state are untouched by a failed step.
+  void zero_grad() { flat_grads_.zero_(); }
+  /// Bytes of the parameters, of their gradients and of the optimizer state (momentum, after the first step).
+  std::int64_t parameter_bytes() const { return flat_params_.numel() * flat_params_.element_size(); }
+  std::int64_t optimizer_state_bytes() const {
+    return momentum_.defined() ? momentum_.numel() * momentum_.element_size() : 0;
+  }
+
   const torch::Device& device() const { return device_; }
   const models::Classifier& model() const { return model_; }
 

@@ -1,0 +1,411 @@
+#include "diagnostics/memory_probe.h"
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+
+#include "torchprobe/device.h"
+#include "torchprobe/models/registry.h"
+#include "torchprobe/train/train_step.h"
+
+namespace torchprobe::diagnostics {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+data::HostBatch random_batch(std::int64_t batch) {
+  data::HostBatch out;
+  out.images = torch::randn({batch, 3, 32, 32});
+  out.labels = torch::randint(10, {batch}, torch::TensorOptions().dtype(torch::kLong));
+  return out;
+}
+
+// The fit uses the trials that ran; small batches are dominated by fixed workspaces, so those
+// below 8 are left out when at least two larger ones exist.
+LinearFit fit_trials(const std::vector<Trial>& trials) {
+  for (const std::int64_t floor : {8, 1}) {
+    std::vector<double> x, y;
+    for (const auto& t : trials) {
+      if (t.fits && t.batch >= floor) x.push_back(static_cast<double>(t.batch)), y.push_back(static_cast<double>(t.peak_bytes));
+    }
+    try {
+      return fit_linear(x, y);
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  return {};
+}
+
+nlohmann::json stats_json(const backend::AllocatorStats& s) {
+  return {{"available", s.available},
+          {"allocated", {s.allocated.current, s.allocated.peak}},
+          {"reserved", {s.reserved.current, s.reserved.peak}},
+          {"active", {s.active.current, s.active.peak}},
+          {"live_allocations", s.live_allocations},
+          {"alloc_retries", s.alloc_retries},
+          {"ooms", s.ooms},
+          {"device_total", s.device_total},
+          {"device_free", s.device_free}};
+}
+
+backend::AllocatorStats stats_from(const nlohmann::json& j) {
+  backend::AllocatorStats s;
+  s.available = j.at("available").get<bool>();
+  s.allocated = {j.at("allocated").at(0).get<std::int64_t>(), j.at("allocated").at(1).get<std::int64_t>()};
+  s.reserved = {j.at("reserved").at(0).get<std::int64_t>(), j.at("reserved").at(1).get<std::int64_t>()};
+  s.active = {j.at("active").at(0).get<std::int64_t>(), j.at("active").at(1).get<std::int64_t>()};
+  s.live_allocations = j.at("live_allocations").get<std::int64_t>();
+  s.alloc_retries = j.at("alloc_retries").get<std::int64_t>();
+  s.ooms = j.at("ooms").get<std::int64_t>();
+  s.device_total = j.at("device_total").get<std::int64_t>();
+  s.device_free = j.at("device_free").get<std::int64_t>();
+  return s;
+}
+
+std::string b(double bytes) { return format_bytes(bytes); }
+
+}  // namespace
+
+bool ProbeReport::recovered() const {
+  if (recovery_losses.empty() || !recovery_error.empty()) return false;
+  for (const double loss : recovery_losses) {
+    if (!std::isfinite(loss)) return false;
+  }
+  return true;
+}
+
+bool ProbeReport::ok() const {
+  const bool classified = oom.kind == ErrorKind::kOutOfMemoryGpu || oom.kind == ErrorKind::kOutOfMemoryCpu;
+  return oom_reproduced && classified && search.largest > 0 && recovered();
+}
+
+ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& options) {
+  const auto start = Clock::now();
+  const backend::CpuAllocationCounter counter;  // CPU tensor bytes, counted exactly
+
+  ProbeReport report;
+  report.model = options.model;
+  report.device = device_string(device);
+  report.device_name = device.is_cuda() ? backend::cuda_device_info(device.index()).name : "CPU";
+  report.threads = at::get_num_threads();
+
+  train::TrainStep step(models::make_model(options.model), device);
+  {  // warm-up: momentum buffer, kernels, library workspaces, worker threads
+    data::HostBatch warm = random_batch(1);
+    step.run(warm).item<float>();
+    backend::synchronize(device);
+  }
+  if (device.is_cuda()) {
+    const auto stats = backend::allocator_stats(device);
+    report.capacity_bytes = stats.device_total;
+    report.free_at_start = stats.device_free;
+  }
+  if (options.on_ready) report.capacity_bytes = options.on_ready();
+  // What tensors can have: the budget on the CPU; on a GPU what is free plus what the allocator holds.
+  // Tensors that exist already (parameters, gradients, momentum) count in the peaks but are mapped already.
+  const backend::AllocatorStats ready = backend::allocator_stats(device);
+  const double tensor_capacity = device.is_cuda() ? static_cast<double>(report.free_at_start + ready.reserved.current)
+                                                  : static_cast<double>(report.capacity_bytes + ready.allocated.current);
+
+  const auto trial = [&](std::int64_t batch) {
+    Trial t;
+    t.batch = batch;
+    backend::release_cached_memory(device);
+    backend::reset_allocator_peaks(device);
+    const auto t0 = Clock::now();
+    try {
+      data::HostBatch host = random_batch(batch);
+      step.run(host).item<float>();  // reading the loss waits for the step
+      backend::synchronize(device);
+      t.fits = true;
+      t.peak_bytes = backend::allocator_stats(device).allocated.peak;
+    } catch (const std::exception& e) {
+      if (!backend::is_out_of_memory(e)) throw;
+      t.error = raw_message(e);
+      t.peak_bytes = backend::allocator_stats(device).allocated.peak;  // live tensors when it failed
+      if (!report.oom_reproduced) {
+        report.oom_reproduced = true;
+        report.oom_batch = batch;
+        report.oom_message = t.error;
+        report.at_oom = backend::allocator_stats(device);
+      }
+      step.zero_grad();  // a backward that failed part-way leaves partial gradients
+    }
+    t.seconds = seconds_since(t0);
+    if (options.on_trial) options.on_trial(t);
+    return t;
+  };
+  SearchOptions search = options.search;
+  if (!search.predict) {
+    // A failed trial bounds what tensors can really have: what was live when it failed plus what it
+    // asked for (this includes what the budget loses to non-tensor memory: code, caches, workspaces).
+    search.predict = [tensor_capacity](const std::vector<Trial>& trials) {
+      MemoryBreakdown model;
+      model.fit = fit_trials(trials);
+      double capacity = tensor_capacity;
+      for (const auto& t : trials) {
+        const auto requested = parse_oom(t.error).requested;
+        if (!t.fits && requested) capacity = std::min(capacity, static_cast<double>(t.peak_bytes + *requested));
+      }
+      return model.fit.points >= 2 ? model.batch_for(capacity) : std::int64_t{0};
+    };
+  }
+  report.search = find_max_batch(trial, search);
+  if (report.oom_reproduced) report.oom = explain_error(report.oom_message);
+
+  report.breakdown.parameters = step.parameter_bytes();
+  report.breakdown.gradients = step.parameter_bytes();
+  report.breakdown.optimizer_state = step.optimizer_state_bytes();
+  report.breakdown.fit = fit_trials(report.search.trials);
+
+  // Recovery: the same process and model train on at the largest batch. Memory use is not exactly
+  // reproducible (new shapes add library caches and JIT code; allocator state differs), so if the
+  // boundary batch fails again the batch steps down by the tolerance, at most twice, and says so.
+  report.recovery_batch = report.search.largest;
+  for (int attempt = 0; attempt < 3 && report.recovery_batch > 0; ++attempt) {
+    backend::release_cached_memory(device);
+    backend::reset_allocator_peaks(device);
+    report.recovery_losses.clear();
+    report.recovery_error.clear();
+    try {
+      data::HostBatch host = random_batch(report.recovery_batch);
+      for (int i = 0; i < options.recovery_steps; ++i) report.recovery_losses.push_back(step.run(host).item<float>());
+      break;
+    } catch (const std::exception& e) {
+      report.recovery_error = raw_message(e);
+      if (!backend::is_out_of_memory(e)) break;
+      step.zero_grad();
+      const auto down = static_cast<std::int64_t>(static_cast<double>(report.recovery_batch) * (1.0 - std::max(search.tolerance, 0.02)));
+      report.recovery_batch = std::min(down, report.recovery_batch - 1);
+    }
+  }
+  report.after = backend::allocator_stats(device);
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+std::string probe_to_json(const ProbeReport& r, int indent) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : r.search.trials) {
+    trials.push_back({{"batch", t.batch}, {"fits", t.fits}, {"peak_bytes", t.peak_bytes}, {"seconds", t.seconds}, {"error", t.error}});
+  }
+  const auto& f = r.breakdown.fit;
+  const double capacity = static_cast<double>(r.capacity_bytes);
+  nlohmann::json j = {
+      {"model", r.model},
+      {"device", r.device},
+      {"device_name", r.device_name},
+      {"threads", r.threads},
+      {"capacity_bytes", r.capacity_bytes},
+      {"free_at_start", r.free_at_start},
+      {"oom",
+       {{"reproduced", r.oom_reproduced},
+        {"batch", r.oom_batch},
+        {"message", r.oom_message},
+        {"kind", kind_name(r.oom.kind)},
+        {"explanation", r.oom.explanation},
+        {"needed_bytes_by_fit", f.points >= 2 ? f.at(static_cast<double>(r.oom_batch)) : 0.0},
+        {"stats", stats_json(r.at_oom)}}},
+      {"breakdown",
+       {{"parameters", r.breakdown.parameters},
+        {"gradients", r.breakdown.gradients},
+        {"optimizer_state", r.breakdown.optimizer_state},
+        {"fixed_other", f.points >= 2 ? r.breakdown.fixed_other() : 0.0},
+        {"per_sample", r.breakdown.per_sample()},
+        {"fit", {{"intercept", f.intercept}, {"slope", f.slope}, {"r2", f.r2}, {"points", f.points}}},
+        {"batch_for_capacity", r.breakdown.batch_for(capacity)}}},
+      {"search",
+       {{"largest", r.search.largest},
+        {"smallest_failing", r.search.smallest_failing},
+        {"doubling_trials", r.search.doubling_trials},
+        {"bisection_trials", r.search.bisection_trials},
+        {"trials", trials}}},
+      {"recovery", {{"batch", r.recovery_batch}, {"losses", r.recovery_losses}, {"error", r.recovery_error}, {"ok", r.recovered()}}},
+      {"after", stats_json(r.after)},
+      {"seconds", r.seconds},
+      {"ok", r.ok()}};
+  return j.dump(indent);
+}
+
+ProbeReport probe_from_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  ProbeReport r;
+  r.model = j.at("model").get<std::string>();
+  r.device = j.at("device").get<std::string>();
+  r.device_name = j.at("device_name").get<std::string>();
+  r.threads = j.at("threads").get<int>();
+  r.capacity_bytes = j.at("capacity_bytes").get<std::int64_t>();
+  r.free_at_start = j.at("free_at_start").get<std::int64_t>();
+  const auto& oom = j.at("oom");
+  r.oom_reproduced = oom.at("reproduced").get<bool>();
+  r.oom_batch = oom.at("batch").get<std::int64_t>();
+  r.oom_message = oom.at("message").get<std::string>();
+  if (r.oom_reproduced) r.oom = explain_error(r.oom_message);
+  r.at_oom = stats_from(oom.at("stats"));
+  const auto& bd = j.at("breakdown");
+  r.breakdown.parameters = bd.at("parameters").get<std::int64_t>();
+  r.breakdown.gradients = bd.at("gradients").get<std::int64_t>();
+  r.breakdown.optimizer_state = bd.at("optimizer_state").get<std::int64_t>();
+  const auto& fit = bd.at("fit");
+  r.breakdown.fit = {fit.at("intercept").get<double>(), fit.at("slope").get<double>(), fit.at("r2").get<double>(),
+                     fit.at("points").get<int>()};
+  const auto& search = j.at("search");
+  r.search.largest = search.at("largest").get<std::int64_t>();
+  r.search.smallest_failing = search.at("smallest_failing").get<std::int64_t>();
+  r.search.doubling_trials = search.at("doubling_trials").get<int>();
+  r.search.bisection_trials = search.at("bisection_trials").get<int>();
+  for (const auto& t : search.at("trials")) {
+    r.search.trials.push_back({t.at("batch").get<std::int64_t>(), t.at("fits").get<bool>(), t.at("peak_bytes").get<std::int64_t>(),
+                               t.at("seconds").get<double>(), t.at("error").get<std::string>()});
+  }
+  const auto& rec = j.at("recovery");
+  r.recovery_batch = rec.at("batch").get<std::int64_t>();
+  r.recovery_losses = rec.at("losses").get<std::vector<double>>();
+  r.recovery_error = rec.at("error").get<std::string>();
+  r.after = stats_from(j.at("after"));
+  r.seconds = j.at("seconds").get<double>();
+  return r;
+}
+
+ProbeReport run_probe_in_child(const std::string& exe, const std::vector<std::string>& args) {
+  int out[2];
+  if (pipe(out) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  std::vector<std::string> argv_strings{exe};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {  // the child: stdout into the pipe, stderr (progress) stays with the terminal
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    execv(exe.c_str(), argv.data());
+    std::fprintf(stderr, "torchprobe: error: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  char buffer[65536];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    throw std::runtime_error(fmt::format("the memory probe child ({}) was killed by signal {} ({}){}", exe, sig, strsignal(sig),
+                                         sig == SIGKILL ? ": the kernel's OOM killer, or a container memory limit below the "
+                                                          "address-space limit (lower --cpu-limit)"
+                                                        : ""));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error(fmt::format("the memory probe child ({}) exited with status {} (its error is above)", exe,
+                                         WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  }
+  try {
+    return probe_from_json(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("the memory probe child ({}) printed no valid report: {}", exe, e.what()));
+  }
+}
+
+std::string memory_summary_table(const backend::AllocatorStats& s) {
+  if (!s.available) return "  (no allocator statistics on this device)\n";
+  std::string out = fmt::format("  {:<12} {:>12} {:>12}\n", "", "current", "peak");
+  const auto row = [&](const char* name, const backend::MemoryStat& m) {
+    out += fmt::format("  {:<12} {:>12} {:>12}\n", name, b(static_cast<double>(m.current)), b(static_cast<double>(m.peak)));
+  };
+  row("allocated", s.allocated);
+  if (s.device_total >= 0) {  // the CPU has no cache: reserved and active would repeat allocated
+    row("reserved", s.reserved);
+    row("active", s.active);
+  }
+  out += fmt::format("  live allocations {}", s.live_allocations);
+  if (s.device_total >= 0) {
+    out += fmt::format(", allocation retries {}, OOMs raised {}, device free {} of {}", s.alloc_retries, s.ooms,
+                       b(static_cast<double>(s.device_free)), b(static_cast<double>(s.device_total)));
+  }
+  return out + "\n";
+}
+
+std::string probe_text(const ProbeReport& r) {
+  const bool gpu = r.device.rfind("cuda", 0) == 0;
+  const double capacity = static_cast<double>(r.capacity_bytes);
+  std::string out = fmt::format("== {} on {} ({}, {} threads): {} of {}\n", r.model, r.device, r.device_name, r.threads,
+                                gpu ? "device memory" : "address-space budget for the step", b(capacity));
+  if (!r.oom_reproduced) {
+    out += fmt::format("not reproduced: no out-of-memory error up to batch {} (raise --max-batch)\n", r.search.largest);
+  } else {
+    out += fmt::format("reproduced: a training step at batch {} failed with the real error:\n  {}\n", r.oom_batch, r.oom_message);
+    out += fmt::format("kind: {}\n", kind_name(r.oom.kind));
+    const auto& bd = r.breakdown;
+    std::string why = r.oom.explanation;
+    if (!gpu) {
+      why += fmt::format(" Here the limit is the child's address-space budget of {} (--cpu-limit); at the failure live "
+                         "tensors had peaked at {}.",
+                         b(capacity), b(static_cast<double>(r.at_oom.allocated.peak)));
+    } else {
+      why += fmt::format(" At the failure: live tensors peaked at {}, the allocator reserved {}.",
+                         b(static_cast<double>(r.at_oom.allocated.peak)), b(static_cast<double>(r.at_oom.reserved.current)));
+    }
+    out += "explanation: " + why + "\n";
+    if (bd.fit.points >= 2) {
+      out += fmt::format(
+          "memory of one step: parameters {}, gradients {}, optimizer state (momentum) {}, other fixed {}, and "
+          "{} per sample for activations and the batch (fit over {} batch sizes, R^2 {:.4f})\n",
+          b(static_cast<double>(bd.parameters)), b(static_cast<double>(bd.gradients)), b(static_cast<double>(bd.optimizer_state)),
+          b(bd.fixed_other()), b(bd.per_sample()), bd.fit.points, bd.fit.r2);
+      out += fmt::format("so batch {} needs about {}; this device has {} for it -> about {} fit by the fit\n", r.oom_batch,
+                         b(bd.fit.at(static_cast<double>(r.oom_batch))), b(capacity), bd.batch_for(capacity));
+    }
+  }
+  const auto& s = r.search;
+  if (s.largest > 0) {
+    out += fmt::format("largest batch that runs a full step: {}", s.largest);
+    if (s.smallest_failing > 0) out += fmt::format(" ({} failed)", s.smallest_failing);
+    out += fmt::format(", found in {} trials ({} doubling, {} bisecting)\n", s.trials.size(), s.doubling_trials, s.bisection_trials);
+  } else {
+    out += fmt::format("largest batch: none; even batch {} does not fit\n", s.trials.empty() ? 0 : s.trials.front().batch);
+  }
+  std::string trials = "trials:";
+  for (const auto& t : s.trials) trials += fmt::format(" {}{}", t.batch, t.fits ? "" : "(OOM)");
+  out += trials + "\n";
+  if (r.recovered()) {
+    std::string losses;
+    for (const double loss : r.recovery_losses) losses += fmt::format("{}{:.3f}", losses.empty() ? "" : ", ", loss);
+    out += fmt::format("recovery: the same process trained {} more steps at batch {} after the error (losses {}): "
+                       "nothing lost, no restart\n",
+                       r.recovery_losses.size(), r.recovery_batch, losses);
+    if (r.recovery_batch != s.largest) {
+      out += fmt::format("  (batch {} ran during the search but failed on the second run: memory use is not exactly "
+                         "reproducible, e.g. caches and JIT code for new shapes; so it stepped down)\n",
+                         s.largest);
+    }
+  } else if (s.largest > 0) {
+    out += "recovery FAILED: " + (r.recovery_error.empty() ? std::string("non-finite loss") : r.recovery_error) + "\n";
+  }
+  out += "memory summary after the recovery steps:\n" + memory_summary_table(r.after);
+  out += fmt::format("({:.1f} s)\n", r.seconds);
+  return out;
+}
+
+}  // namespace torchprobe::diagnostics

@@ -1,0 +1,293 @@
+// Memory diagnostics: the largest-batch search, the memory fit, OOM message numbers, the CPU
+// allocation counter, the real CPU OOM in a child process, and the leak detector.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <random>
+
+#include "diagnostics/classify.h"
+#include "diagnostics/leak.h"
+#include "diagnostics/memory_probe.h"
+#include "diagnostics/memory_search.h"
+#include "diagnostics/oom.h"
+#include "torchprobe/backend.h"
+
+namespace dx = torchprobe::diagnostics;
+namespace backend = torchprobe::backend;
+
+namespace {
+
+// A fake device on which every batch up to `boundary` fits.
+std::function<dx::Trial(std::int64_t)> oracle(std::int64_t boundary, int* calls = nullptr) {
+  return [boundary, calls](std::int64_t batch) {
+    if (calls) ++*calls;
+    dx::Trial t;
+    t.fits = batch <= boundary;
+    t.peak_bytes = t.fits ? 1000 + 10 * batch : 0;
+    t.error = t.fits ? "" : "CUDA out of memory. Tried to allocate 2.00 MiB";
+    return t;
+  };
+}
+
+int floor_log2(std::int64_t v) {
+  int k = 0;
+  while (v >= 2) v /= 2, ++k;
+  return k;
+}
+
+}  // namespace
+
+TEST(MaxBatchSearch, ExactWithZeroToleranceInTheDocumentedTrials) {
+  dx::SearchOptions options;
+  options.tolerance = 0;
+  std::vector<std::int64_t> boundaries;
+  for (std::int64_t b = 1; b <= 1100; ++b) boundaries.push_back(b);
+  for (std::int64_t b : {4095, 4096, 4097, 65537, 999999}) boundaries.push_back(b);
+  for (const std::int64_t boundary : boundaries) {
+    int calls = 0;
+    const auto result = dx::find_max_batch(oracle(boundary, &calls), options);
+    const int k = floor_log2(boundary);
+    ASSERT_EQ(result.largest, boundary);
+    ASSERT_EQ(result.smallest_failing, boundary + 1);
+    ASSERT_EQ(result.doubling_trials, k + 2) << boundary;
+    ASSERT_EQ(result.bisection_trials, k) << boundary;
+    ASSERT_EQ(static_cast<int>(result.trials.size()), calls);
+  }
+}
+
+TEST(MaxBatchSearch, WithinTheToleranceInAtMostTheDocumentedTrials) {
+  dx::SearchOptions options;  // 2 %
+  for (std::int64_t boundary = 1; boundary <= 20000; boundary += 37) {
+    const auto result = dx::find_max_batch(oracle(boundary), options);
+    const int k = floor_log2(boundary);
+    ASSERT_LE(result.largest, boundary);
+    ASSERT_GT(result.smallest_failing, boundary);
+    ASSERT_LE(static_cast<double>(boundary - result.largest), 0.02 * static_cast<double>(result.largest)) << boundary;
+    ASSERT_LE(result.bisection_trials, k) << boundary;
+  }
+}
+
+TEST(MaxBatchSearch, AGoodPredictionEndsInTwoTrialsAndABadOneCostsAtMostTwoMore) {
+  for (std::int64_t boundary : {150, 777, 3000, 12345}) {
+    const int k = floor_log2(boundary);
+    for (const double error : {0.0, 0.005, -0.005, 0.3, -0.3}) {
+      dx::SearchOptions options;
+      options.predict = [&](const std::vector<dx::Trial>&) {
+        return static_cast<std::int64_t>(std::llround(static_cast<double>(boundary) * (1.0 + error)));
+      };
+      const auto result = dx::find_max_batch(oracle(boundary), options);
+      ASSERT_LE(result.largest, boundary);
+      ASSERT_LE(static_cast<double>(boundary - result.largest), 0.02 * static_cast<double>(result.largest));
+      if (std::fabs(error) < 0.01 && boundary >= 500) {  // the 2 % window spans >= 10 batch sizes
+        EXPECT_LE(result.bisection_trials, 2) << boundary << " " << error;
+      }
+      EXPECT_LE(result.bisection_trials, k + 2) << boundary << " " << error;
+    }
+  }
+}
+
+TEST(MaxBatchSearch, NothingFitsOrEverythingFits) {
+  const auto none = dx::find_max_batch(oracle(0));
+  EXPECT_EQ(none.largest, 0);
+  EXPECT_EQ(none.smallest_failing, 1);
+  EXPECT_EQ(none.trials.size(), 1u);
+  dx::SearchOptions options;
+  options.max_batch = 100;
+  const auto all = dx::find_max_batch(oracle(1000), options);
+  EXPECT_EQ(all.largest, 100);
+  EXPECT_EQ(all.smallest_failing, 0);
+  EXPECT_EQ(all.trials.back().batch, 100);
+  EXPECT_THROW(dx::find_max_batch(oracle(5), dx::SearchOptions{0, 10, 0.02, {}}), std::invalid_argument);
+}
+
+TEST(MemoryFit, RecoversAPlantedLinearModel) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 2000);  // allocator rounding, small workspaces
+  const double intercept = 150e6, slope = 4.75e6;
+  std::vector<double> x, y;
+  for (double b : {8, 16, 32, 64, 128, 192, 199}) x.push_back(b), y.push_back(intercept + slope * b + noise(rng));
+  const auto fit = dx::fit_linear(x, y);
+  EXPECT_NEAR(fit.slope, slope, slope * 1e-3);
+  EXPECT_NEAR(fit.intercept, intercept, intercept * 1e-3);
+  EXPECT_GT(fit.r2, 0.9999);
+  EXPECT_EQ(fit.points, 7);
+  dx::MemoryBreakdown breakdown;
+  breakdown.parameters = breakdown.gradients = breakdown.optimizer_state = 40'000'000;
+  breakdown.fit = fit;
+  EXPECT_NEAR(breakdown.fixed_other(), 30e6, 0.5e6);
+  EXPECT_EQ(breakdown.batch_for(intercept + slope * 300.5), 300);
+  EXPECT_THROW(dx::fit_linear({4, 4}, {1, 2}), std::invalid_argument);
+}
+
+TEST(OomMessages, NumbersOfLibTorch2AndOneThirteenAndTheCpu) {
+  const auto v2 = dx::parse_oom(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of "
+      "which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.18 GiB memory in use. Of the allocated "
+      "memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but unallocated. If reserved but "
+      "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.");
+  const std::int64_t mib = 1024 * 1024, gib = 1024 * mib;
+  EXPECT_EQ(*v2.requested, 20 * mib);
+  EXPECT_EQ(*v2.total, std::llround(79.19 * static_cast<double>(gib)));
+  EXPECT_EQ(*v2.free, std::llround(3.06 * static_cast<double>(mib)));
+  EXPECT_EQ(*v2.allocated, std::llround(76.5 * static_cast<double>(gib)));
+  EXPECT_EQ(*v2.reserved, std::llround(76.5 * static_cast<double>(gib)) + std::llround(2.1 * static_cast<double>(gib)));
+  EXPECT_TRUE(dx::looks_fragmented(v2));  // 2.1 GiB cached-but-unused >= 20 MiB asked
+
+  const auto v1 = dx::parse_oom(
+      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.35 GiB already "
+      "allocated; 1.19 GiB free; 13.10 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try "
+      "setting max_split_size_mb to avoid fragmentation.");
+  EXPECT_EQ(*v1.requested, 2 * gib);
+  EXPECT_EQ(*v1.free, std::llround(1.19 * static_cast<double>(gib)));
+  EXPECT_EQ(*v1.reserved, std::llround(13.10 * static_cast<double>(gib)));
+  EXPECT_FALSE(dx::looks_fragmented(v1));  // 0.75 GiB cached < 2 GiB asked: really too big
+
+  const auto cpu = dx::parse_oom("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes.");
+  EXPECT_EQ(*cpu.requested, 1099511627776LL);
+  EXPECT_FALSE(cpu.total.has_value());
+  EXPECT_EQ(dx::parse_size("512 KiB"), 512 * 1024);
+  EXPECT_FALSE(dx::parse_size("lots").has_value());
+}
+
+TEST(OomMessages, ExplainGivesTheNumbersAndTheVerdict) {
+  const auto fragmented = dx::explain_error(
+      "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is free. "
+      "Of the allocated memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but unallocated.");
+  EXPECT_EQ(fragmented.kind, dx::ErrorKind::kOutOfMemoryGpu);
+  EXPECT_NE(fragmented.explanation.find("It asked for 20.0 MiB"), std::string::npos) << fragmented.explanation;
+  EXPECT_NE(fragmented.explanation.find("2.10 GiB cached but unused"), std::string::npos) << fragmented.explanation;
+  EXPECT_NE(fragmented.explanation.find("Verdict: fragmentation"), std::string::npos);
+  EXPECT_NE(fragmented.explanation.find("expandable_segments:True"), std::string::npos);
+  const std::string json = dx::diagnosis_json(fragmented);
+  EXPECT_NE(json.find("\"requested_bytes\": 20971520"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"fragmentation\": true"), std::string::npos);
+
+  const auto too_big = dx::explain_error(
+      "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.35 GiB already allocated; 1.19 "
+      "GiB free; 13.10 GiB reserved in total by PyTorch)");
+  EXPECT_NE(too_big.explanation.find("Verdict: the working set is larger than the device"), std::string::npos)
+      << too_big.explanation;
+}
+
+TEST(CpuAllocationCounter, CountsTensorBytesExactlyAndNests) {
+  torch::Tensor survivor;
+  {
+    const backend::CpuAllocationCounter counter;
+    const auto before = backend::allocator_stats(torch::kCPU);
+    ASSERT_TRUE(before.available);
+    backend::reset_allocator_peaks(torch::kCPU);
+    {
+      const torch::Tensor t = torch::empty({1024 * 1024}, torch::kFloat32);  // 4 MiB
+      const auto during = backend::allocator_stats(torch::kCPU);
+      EXPECT_EQ(during.allocated.current - before.allocated.current, 4 * 1024 * 1024);
+      EXPECT_EQ(during.live_allocations - before.live_allocations, 1);
+      const backend::CpuAllocationCounter nested;  // nests: still counting, no second install
+      const torch::Tensor u = torch::empty({256}, torch::kFloat32);
+      EXPECT_EQ(backend::allocator_stats(torch::kCPU).allocated.current - during.allocated.current, 1024);
+    }
+    const auto after = backend::allocator_stats(torch::kCPU);
+    EXPECT_EQ(after.allocated.current, before.allocated.current);
+    EXPECT_EQ(after.allocated.peak - before.allocated.current, 4 * 1024 * 1024 + 1024);
+    survivor = torch::ones({1000});  // allocated while counting, freed after the counter is gone
+  }
+  EXPECT_FALSE(backend::allocator_stats(torch::kCPU).available);
+  EXPECT_FLOAT_EQ(survivor.sum().item<float>(), 1000.0f);
+  survivor = torch::Tensor();  // its deleter still works after uninstall
+  const torch::Tensor plain = torch::ones({10});
+  EXPECT_FLOAT_EQ(plain.sum().item<float>(), 10.0f);
+}
+
+TEST(CpuAllocationCounter, TheRealAllocatorErrorIsAnOutOfMemory) {
+  try {
+    const torch::Tensor huge = torch::empty({std::int64_t{1} << 50}, torch::kFloat32);  // 4 PiB
+    FAIL() << "allocating 4 PiB succeeded";
+  } catch (const c10::Error& e) {
+    EXPECT_TRUE(backend::is_out_of_memory(e)) << e.what_without_backtrace();
+    EXPECT_EQ(dx::explain_error(dx::raw_message(e)).kind, dx::ErrorKind::kOutOfMemoryCpu);
+  }
+  EXPECT_FALSE(backend::is_out_of_memory(std::runtime_error("nope")));
+}
+
+// The real CPU OOM, in a child process under an address-space limit: the parent survives.
+TEST(MemoryProbe, RealCpuOutOfMemoryInAChildAndTheParentSurvives) {
+  const dx::ProbeReport report = dx::run_probe_in_child(
+      TORCHPROBE_CLI_PATH, {"diagnose", "memory", "--child", "--models", "net", "--cpu-limit", "128MiB", "--threads", "1"});
+  EXPECT_TRUE(report.oom_reproduced);
+  EXPECT_NE(report.oom_message.find("can't allocate memory"), std::string::npos) << report.oom_message;
+  EXPECT_EQ(report.oom.kind, dx::ErrorKind::kOutOfMemoryCpu);
+  EXPECT_EQ(report.capacity_bytes, 128 * 1024 * 1024);
+  // The largest batch: it ran, and a batch within 2 % above it failed.
+  ASSERT_GT(report.search.largest, 0);
+  ASSERT_GT(report.search.smallest_failing, report.search.largest);
+  EXPECT_LE(static_cast<double>(report.search.smallest_failing - report.search.largest),
+            0.02 * static_cast<double>(report.search.largest) + 1);
+  bool largest_ran = false;
+  for (const auto& t : report.search.trials) largest_ran |= t.batch == report.search.largest && t.fits;
+  EXPECT_TRUE(largest_ran);
+  // The breakdown: exact model parts (net: 62 006 float parameters), a per-sample slope that fits.
+  EXPECT_EQ(report.breakdown.parameters, 62006 * 4);
+  EXPECT_EQ(report.breakdown.optimizer_state, 62006 * 4);
+  EXPECT_GT(report.breakdown.per_sample(), 3 * 32 * 32 * 4);  // at least the input image
+  EXPECT_GT(report.breakdown.fit.r2, 0.99);
+  // Recovery in the child, after the error; and this process goes on.
+  EXPECT_TRUE(report.recovered()) << report.recovery_error;
+  EXPECT_TRUE(report.ok());
+  EXPECT_FLOAT_EQ(torch::ones({4}).sum().item<float>(), 4.0f);
+  const std::string text = dx::probe_text(report);
+  EXPECT_NE(text.find("reproduced: a training step at batch"), std::string::npos) << text;
+  EXPECT_NE(text.find("nothing lost, no restart"), std::string::npos) << text;
+}
+
+TEST(MemoryProbe, AChildThatFailsIsReportedNotFatal) {
+  EXPECT_THROW(
+      {
+        try {
+          dx::run_probe_in_child("/bin/false", {});
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("exited with status 1"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      std::runtime_error);
+}
+
+TEST(MemoryProbe, JsonRoundTrip) {
+  dx::ProbeReport r;
+  r.model = "net";
+  r.device = "cpu";
+  r.device_name = "CPU";
+  r.oom_reproduced = true;
+  r.oom_batch = 64;
+  r.oom_message = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1024 bytes.";
+  r.search.largest = 50;
+  r.search.trials = {{32, true, 1000, 0.1, ""}, {64, false, 900, 0.1, r.oom_message}};
+  r.recovery_batch = 50;
+  r.recovery_losses = {2.3, 2.2};
+  const dx::ProbeReport back = dx::probe_from_json(dx::probe_to_json(r));
+  EXPECT_EQ(back.oom_batch, 64);
+  EXPECT_EQ(back.oom.kind, dx::ErrorKind::kOutOfMemoryCpu);
+  EXPECT_EQ(back.search.trials.size(), 2u);
+  EXPECT_EQ(back.search.trials[1].error, r.oom_message);
+  EXPECT_TRUE(back.ok());
+}
+
+TEST(LeakDetector, FlagsKeptLossesAndStaysQuietOnACorrectLoop) {
+  dx::LeakOptions options;
+  options.steps = 15;
+  const auto leak = dx::run_leak_scenario(dx::LeakLoop::kKeptLosses, "net", torch::kCPU, options);
+  EXPECT_TRUE(leak.leak) << leak.verdict;
+  EXPECT_NEAR(leak.live_tensors_per_step, 1.0, 1e-9);  // one kept loss per step
+  EXPECT_GT(leak.heap_bytes_per_step, 4096);          // and its autograd graph
+  EXPECT_NE(leak.verdict.find("loss.item<float>()"), std::string::npos);
+  const auto correct = dx::run_leak_scenario(dx::LeakLoop::kCorrect, "net", torch::kCPU, options);
+  EXPECT_FALSE(correct.leak) << correct.verdict;
+  EXPECT_EQ(correct.tensor_bytes_per_step, 0);
+}
+
+TEST(LeakDetector, AGrowingListOfTensorsIsALeakEvenWithoutGraphs) {
+  std::vector<torch::Tensor> kept;
+  const auto report = dx::detect_leak([&] { kept.push_back(torch::zeros({256})); }, torch::kCPU);
+  EXPECT_TRUE(report.leak);
+  EXPECT_NEAR(report.tensor_bytes_per_step, 1024, 1e-9);
+}

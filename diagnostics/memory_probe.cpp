@@ -11,7 +11,6 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <stdexcept>
 
 #include "torchprobe/device.h"

@@ -147,7 +147,7 @@ AllocatorStats allocator_stats(const torch::Device& device) {
 }
 
 void reset_allocator_peaks(const torch::Device& device) {
-  if (device.is_cuda()) return detail::reset_allocator_peaks(cuda_index(device));
+  if (device.is_cuda()) return detail::reset_peak_memory(cuda_index(device));  // the caching allocator's peaks
   CounterState& state = counter_state();
   std::lock_guard<std::mutex> lock(state.mutex);
   state.peak = state.current;

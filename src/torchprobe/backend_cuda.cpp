@@ -169,8 +169,6 @@ AllocatorStats allocator_stats(int index) {
   return out;
 }
 
-void reset_allocator_peaks(int index) { reset_peak_memory(index); }
-
 void profiler_start() { cudaProfilerStart(); }
 void profiler_stop() { cudaProfilerStop(); }
 

@@ -23,7 +23,6 @@ void reset_peak_memory(int index);
 std::int64_t peak_memory_bytes(int index);
 void release_cached_memory(int index);
 AllocatorStats allocator_stats(int index);
-void reset_allocator_peaks(int index);
 void profiler_start();
 void profiler_stop();
 void enable_aten_nvtx();

@@ -27,7 +27,6 @@ void reset_peak_memory(int) { no_cuda(); }
 std::int64_t peak_memory_bytes(int) { no_cuda(); }
 void release_cached_memory(int) { no_cuda(); }
 AllocatorStats allocator_stats(int) { no_cuda(); }
-void reset_allocator_peaks(int) { no_cuda(); }
 void profiler_start() {}
 void profiler_stop() {}
 void enable_aten_nvtx() {

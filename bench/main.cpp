@@ -64,6 +64,7 @@ struct ProgramFlags {
   int threads = 0;
   bool aten_nvtx = false;
   std::string op_set = "core";
+  std::string variants = "quick";
 };
 
 int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, const std::string& filter,
@@ -89,6 +90,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
       data_label = fmt::format("CIFAR-10 {} ({} images)", flags.data_dir, train->size());
     }
     options.op_selection.all = flags.op_set == "all";
+    options.variants.full = flags.variants == "full";
     bench::Progress::instance().set_total(bench::register_suites(options, train, data_label), filter);
 
     const Inventory inventory = collect_inventory();
@@ -149,6 +151,16 @@ int main(int argc, char** argv) {
   app.add_option("--devices", flags.devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();
   app.add_option("--models", options.models, "Models to train (net, resnet18)")->delimiter(',')->capture_default_str();
   app.add_option("--batch-sizes", options.batch_sizes, "Batch sizes")->delimiter(',')->capture_default_str();
+  app.add_option("--variants", flags.variants,
+                 "Training-step variants: quick (baseline at every batch, bf16+channels_last at the largest, a CUDA "
+                 "graph at the smallest on GPUs) or full (every combination the device runs)")
+      ->check(CLI::IsMember({"quick", "full"}))
+      ->capture_default_str();
+  app.add_option("--dtypes", options.variants.dtypes, "Training precisions: fp32, bf16 (autocast), fp16 (autocast + loss scaling, GPUs)")
+      ->delimiter(',');
+  app.add_option("--layouts", options.variants.layouts, "Training memory formats: nchw, cl (channels_last)")->delimiter(',');
+  app.add_option("--cudnn", options.variants.cudnn, "cuDNN autotuning (GPUs): off, on")->delimiter(',');
+  app.add_option("--graphs", options.variants.graphs, "CUDA-graph replay of the whole step (GPUs): off, on")->delimiter(',');
   app.add_option("--suites", options.suites, "Suites to run (train, data, op)")->delimiter(',')->capture_default_str();
   app.add_option("--ops", options.op_selection.ops, "Ops to time (default: all of: " + fmt::format("{}", fmt::join(torchprobe::ops::op_names(), ", ")) + ")")
       ->delimiter(',');

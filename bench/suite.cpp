@@ -14,21 +14,81 @@ namespace torchprobe::bench {
 namespace {
 const std::vector<std::string> kKnownSuites = {"train", "data", "op"};
 
+const char* on_off(bool on) { return on ? "on" : "off"; }
+
 bool selected(const SuiteOptions& options, const std::string& suite) {
   return std::find(options.suites.begin(), options.suites.end(), suite) != options.suites.end();
 }
 }  // namespace
 
 std::string train_benchmark_name(const TrainConfig& config) {
-  return fmt::format("train_step/{}/{}/batch:{}", config.model, device_string(config.device), config.batch_size);
+  const TrainVariant& v = config.variant;
+  std::string name = fmt::format("train_step/{}/{}/batch:{}/dtype:{}/layout:{}", config.model,
+                                 device_string(config.device), config.batch_size, train::precision_name(v.precision),
+                                 train::layout_name(v.layout));
+  if (config.device.is_cuda()) name += fmt::format("/cudnn:{}/graph:{}", on_off(v.cudnn_benchmark), on_off(v.graph));
+  return name;
 }
 
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
+  const VariantSelection& sel = options.variants;
+  const auto switches = [](const std::vector<std::string>& given, bool full, const char* axis) {
+    if (given.empty()) return full ? std::vector<bool>{false, true} : std::vector<bool>{false};
+    std::vector<bool> out;
+    for (const auto& value : given) {
+      if (value != "on" && value != "off") throw InputError(fmt::format("--{}: expected on or off, got '{}'", axis, value));
+      out.push_back(value == "on");
+    }
+    return out;
+  };
+  std::vector<train::Precision> precisions;
+  for (const auto& d : sel.dtypes) precisions.push_back(train::parse_precision(d));
+  if (sel.dtypes.empty()) {
+    precisions = sel.full ? std::vector<train::Precision>{train::Precision::kFp32, train::Precision::kBf16, train::Precision::kFp16}
+                          : std::vector<train::Precision>{train::Precision::kFp32};
+  }
+  std::vector<train::Layout> layouts;
+  for (const auto& l : sel.layouts) layouts.push_back(train::parse_layout(l));
+  if (sel.layouts.empty()) {
+    layouts = sel.full ? std::vector<train::Layout>{train::Layout::kNchw, train::Layout::kChannelsLast}
+                       : std::vector<train::Layout>{train::Layout::kNchw};
+  }
+  const std::vector<bool> cudnn = switches(sel.cudnn, sel.full, "cudnn");
+  const std::vector<bool> graphs = switches(sel.graphs, sel.full, "graphs");
+  const bool quick = !sel.full && sel.dtypes.empty() && sel.layouts.empty() && sel.cudnn.empty() && sel.graphs.empty();
+
   std::vector<TrainConfig> plan;
   for (const auto& device : options.devices) {
+    const bool gpu = device.is_cuda();
     for (const auto& model : options.models) {
-      for (const auto batch : options.batch_sizes) plan.push_back({model, device, batch});
+      for (const auto batch : options.batch_sizes) {
+        std::vector<TrainVariant> variants;
+        for (const auto precision : precisions) {
+          for (const auto layout : layouts) {
+            for (const bool autotune : cudnn) {
+              for (const bool graph : graphs) {
+                // The CPU autocasts to bf16 only, and has neither cuDNN nor CUDA graphs.
+                if (!gpu && (precision == train::Precision::kFp16 || autotune || graph)) continue;
+                variants.push_back({precision, layout, autotune, graph});
+              }
+            }
+          }
+        }
+        if (quick && !options.batch_sizes.empty()) {
+          const auto [smallest, largest] = std::minmax_element(options.batch_sizes.begin(), options.batch_sizes.end());
+          if (batch == *largest) variants.push_back({train::Precision::kBf16, train::Layout::kChannelsLast, gpu, false});
+          if (gpu && batch == *smallest) variants.push_back({train::Precision::kFp32, train::Layout::kNchw, false, true});
+        }
+        for (const auto& v : variants) plan.push_back({model, device, batch, v});
+      }
     }
+  }
+  const bool train_selected =
+      std::find(options.suites.begin(), options.suites.end(), "train") != options.suites.end();
+  if (plan.empty() && train_selected && !options.devices.empty() && !options.models.empty() &&
+      !options.batch_sizes.empty()) {
+    throw InputError("none of the selected training variants runs on the selected devices (fp16, cuDNN autotuning "
+                     "and CUDA graphs need a CUDA device; the CPU runs fp32 and bf16)");
   }
   return plan;
 }

@@ -9,14 +9,29 @@
 
 #include "torchprobe/data/cifar10.h"
 #include "torchprobe/ops/ops.h"
+#include "torchprobe/train/train_step.h"
 
 namespace torchprobe::bench {
+
+/// Which training-step variants to run. Each axis list, when given, is used as is (values
+/// a device cannot run are dropped for it); an axis not given takes every value in the full sweep
+/// and only its baseline (fp32, nchw, cudnn off, graph off) otherwise. With no axis given and
+/// no full sweep, the quick subset: the baseline at every batch size, plus bf16 + channels_last
+/// (with cuDNN autotuning on GPUs) at the largest batch and, on GPUs, a CUDA graph at the smallest.
+struct VariantSelection {
+  bool full = false;
+  std::vector<std::string> dtypes;   ///< fp32, bf16, fp16
+  std::vector<std::string> layouts;  ///< nchw, cl
+  std::vector<std::string> cudnn;    ///< off, on (cuDNN autotuning; GPUs)
+  std::vector<std::string> graphs;   ///< off, on (CUDA graphs; GPUs)
+};
 
 struct SuiteOptions {
   std::vector<torch::Device> devices;
   std::vector<std::string> models = {"net", "resnet18"};
   std::vector<std::int64_t> batch_sizes = {4, 64, 256};
   std::vector<std::string> suites = {"train", "data", "op"};
+  VariantSelection variants;
   /// Training steps per timed sample; 0 picks one per device (1 on the CPU, enough for
   /// ~5 ms of GPU work per sample so the closing synchronisation is amortised).
   int steps_per_sample = 0;
@@ -34,15 +49,26 @@ struct SuiteOptions {
 /// Training steps per benchmark in profiling mode (rounded up to whole samples of K steps).
 constexpr int kProfileSteps = 10;
 
+/// One point of the training-step variant space.
+struct TrainVariant {
+  train::Precision precision = train::Precision::kFp32;
+  train::Layout layout = train::Layout::kNchw;
+  bool cudnn_benchmark = false;  ///< GPUs only
+  bool graph = false;            ///< GPUs only
+};
+
 struct TrainConfig {
   std::string model;
   torch::Device device;
   std::int64_t batch_size;
+  TrainVariant variant = {};
 };
 
-/// e.g. "train_step/net/cuda:0/batch:64"
+/// e.g. "train_step/net/cpu/batch:64/dtype:fp32/layout:nchw" or
+/// "train_step/resnet18/cuda:0/batch:256/dtype:bf16/layout:cl/cudnn:on/graph:off" (GPUs add those two axes).
 std::string train_benchmark_name(const TrainConfig& config);
-/// One config per device x model x batch size, in that nesting order.
+/// One config per device x model x batch size x variant, in that nesting order. Throws InputError
+/// for unknown axis values, or when the train suite is selected and no variant runs on any device.
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options);
 /// The calls (or steps) per timed sample of a benchmark: the first value chosen for `name` is
 /// kept for all its later runs, since Google Benchmark needs every repetition to count the same

@@ -1,11 +1,16 @@
-// train_step/<model>/<device>/batch:<B>: one full tutorial training step per iteration.
+// train_step/<model>/<device>/batch:<B>/dtype:<p>/layout:<l>[/cudnn:<on|off>/graph:<on|off>]: one full
+// tutorial training step per iteration, in one of the variants users tune for.
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <torch/utils.h>
 
+#include <ATen/Context.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "diagnostics/audit.h"
 #include "progress.h"
@@ -15,6 +20,7 @@
 #include "torchprobe/error.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/nvtx.h"
+#include "torchprobe/ops/ops.h"
 #include "torchprobe/stats.h"
 #include "torchprobe/train/train_step.h"
 
@@ -29,6 +35,7 @@ constexpr double kGpuSampleSeconds = 0.005;  // auto steps-per-sample target on 
 constexpr int kMaxStepsPerSample = 64;
 constexpr double kPhaseBudgetSeconds = 1.0;  // instrumented pass: up to 5 steps within this
 constexpr int kMaxPhaseSteps = 5;
+constexpr std::int64_t kEpochImages = 50000;  // CIFAR-10's training set
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -38,9 +45,29 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
                     int requested_steps_per_sample, bool profile) {
   if (config.batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", config.batch_size));
   const torch::Device device = config.device;
+  const TrainVariant& variant = config.variant;
+  // The roof for the model-FLOPs utilisation: the measured GEMM peak at the precision the
+  // convolutions run in (fp32 on the CPU; TF32 on GPUs where LibTorch lets cuDNN use it, its default).
+  std::optional<ops::DType> peak_dtype;
+  switch (variant.precision) {
+    case train::Precision::kFp32:
+      peak_dtype = device.is_cuda() && at::globalContext().allowTF32CuDNN() ? ops::DType::kTf32 : ops::DType::kFp32;
+      break;
+    case train::Precision::kBf16: peak_dtype = ops::DType::kBf16; break;
+    case train::Precision::kFp16: peak_dtype = ops::DType::kFp16; break;
+  }
+  const auto supported = ops::supported_dtypes(device);
+  if (std::find(supported.begin(), supported.end(), *peak_dtype) == supported.end()) peak_dtype.reset();
+  const double peak_flop_per_s = peak_dtype ? ops::measured_peak(device, *peak_dtype).gflop_per_s * 1e9 : NAN;
+
   backend::reset_peak_memory(device);
   torch::manual_seed(0);
-  train::TrainStep step(models::make_model(config.model), device);
+  train::StepOptions step_options;
+  step_options.precision = variant.precision;
+  step_options.layout = variant.layout;
+  step_options.cuda_graph = variant.graph;
+  backend::CudnnBenchmarkGuard autotune(variant.cudnn_benchmark);
+  train::TrainStep step(models::make_model(config.model), device, step_options);
   // Preflight: every parameter and buffer where the step will run, named if not.
   const auto audit = diagnostics::audit_devices(*step.model(), {}, device);
   if (!audit.ok()) throw std::runtime_error("device preflight failed: " + audit.text());
@@ -94,7 +121,22 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   state.counters["images_per_s"] = benchmark::Counter(iterations * static_cast<double>(config.batch_size),
                                                       benchmark::Counter::kIsRate);
   state.counters["ms_per_step"] = benchmark::Counter(total_ms, benchmark::Counter::kAvgIterations);
-  if (!profile) {
+  // Time to epoch: the steps of one pass over CIFAR-10's 50 000 training images at this step time.
+  const double steps_per_epoch = std::ceil(static_cast<double>(kEpochImages) / static_cast<double>(config.batch_size));
+  state.counters["epoch_s"] = benchmark::Counter(total_ms / 1e3 * steps_per_epoch, benchmark::Counter::kAvgIterations);
+  const double flop_per_step = 3.0 * ops::model_forward_flops(config.model) * static_cast<double>(config.batch_size);
+  state.counters["model_gflop_per_step"] = flop_per_step / 1e9;
+  state.counters["model_tflop_per_s"] = benchmark::Counter(iterations * flop_per_step / 1e12, benchmark::Counter::kIsRate);
+  if (std::isfinite(peak_flop_per_s)) {
+    state.counters["peak_tflop_per_s"] = peak_flop_per_s / 1e12;
+    state.counters["mfu_pct"] = benchmark::Counter(100.0 * iterations * flop_per_step / peak_flop_per_s,
+                                                   benchmark::Counter::kIsRate);
+  }
+  if (const train::LossScaler* scaler = step.scaler()) {
+    state.counters["loss_scale"] = scaler->scale_value();
+    state.counters["skipped_steps"] = static_cast<double>(scaler->skipped_steps());
+  }
+  if (!profile && !variant.graph) {  // a replayed graph is one unit: no phase split
     // Per-phase split, in a separate instrumented pass so the headline figure is unperturbed.
     std::array<std::vector<double>, train::kPhaseCount> phase_ms;
     const auto phase_start = Clock::now();

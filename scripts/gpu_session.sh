@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Everything the GPU-dependent issues need, in one call on a GPU host (e.g. a lent device machine):
-# inventory, the gpu-labelled tests, the device diagnostics, the quick suite and the op suite's
-# GPU checks, each written to OUT_DIR with a report. Needs an existing build tree (scripts/test.sh
+# inventory, the gpu-labelled tests, the device diagnostics, the quick suite, the training-variant
+# sweep and the op suite's GPU checks, each written to OUT_DIR with a report. Needs an existing build tree (scripts/test.sh
 # --flavour cuda, or ../shared/gpu/prepare.sh + .gpu/build.sh, which builds build-gpu/).
 # Usage: scripts/gpu_session.sh OUT_DIR
 #   TORCHPROBE_BUILD_DIR  build tree (default: build-gpu, else build-cuda)
 #   TORCHPROBE_DEVICES    devices for the benchmarks (default: all)
+#   TORCHPROBE_GPU_DEVICES devices for the training-variant sweep (default: cuda, every GPU)
 # Steps that fail are recorded in OUT_DIR/steps.txt and the rest still runs; exit 1 if any failed.
 set -uo pipefail
 out="${1:?usage: scripts/gpu_session.sh OUT_DIR}"
@@ -38,6 +39,10 @@ step diagnose_memory sh -c "'$tp' diagnose memory --devices '$devices' --json > 
 # The quick suite: training steps (net, resnet18 at batch 4 and 64), data, the core op set.
 step quick "$bench" --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 \
   --benchmark_min_time=0.2 --benchmark_out="$out/quick.json" --benchmark_out_format=json
+# Training-step variants (issue 8): every precision x layout x cuDNN autotuning x CUDA graph on the GPUs,
+# at the launch-bound batch 4 (graph target: >= 3x eager for net) and batch 256 (bf16 + channels_last vs fp32).
+step variants "$bench" --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --batch-sizes 4,256 --variants full \
+  --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_out="$out/variants.json" --benchmark_out_format=json
 # Op checks: large GEMMs per dtype (share of the measured peak), pinned vs pageable copies, cold mode.
 step ops_gemm "$bench" --devices "$devices" --suites op --op-set all --ops matmul --benchmark_repetitions=3 \
   --benchmark_filter='n:(4096|8192)/' --benchmark_out="$out/ops_gemm.json" --benchmark_out_format=json

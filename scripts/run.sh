@@ -4,7 +4,7 @@
 # and turn the results into a report. Everything lands in reports/latest/:
 #   results.json (Google Benchmark JSON, all repetitions), results.csv, report.md, *.svg, devices.*
 # Usage: scripts/run.sh [--full] [torchprobe-bench flags, e.g. --devices cuda:0 --models net]
-#   --full                 the full sweep: batch sizes 4,64,256, every op shape and dtype, 5 repetitions
+#   --full                 the full sweep: batch sizes 4,64,256, every training variant, every op shape and dtype, 5 repetitions
 #   TORCHPROBE_THREADS     LibTorch intra-op threads for the CPU (default: all cores, $(nproc))
 #   TORCHPROBE_REPETITIONS Google Benchmark repetitions (default 3 quick, 5 full)
 #   TORCHPROBE_FLAVOUR     debian (default: Debian's CPU LibTorch) or cuda (pip's CUDA LibTorch, for GPU hosts)
@@ -29,7 +29,7 @@ tp="$TORCHPROBE_BUILD_DIR/src/torchprobe"
 echo
 
 if [[ $full == 1 ]]; then
-  suite=(--batch-sizes 4,64,256 --op-set all)
+  suite=(--batch-sizes 4,64,256 --variants full --op-set all)
   repetitions="${TORCHPROBE_REPETITIONS:-5}"
   label="full sweep"
 else

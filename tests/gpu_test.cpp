@@ -35,7 +35,7 @@ TEST_F(Gpu, TrainStepMatchesTheCpuStep) {
   for (const auto& device : {torch::Device(torch::kCPU), gpu}) {
     torch::manual_seed(5);
     models::Classifier net = models::make_model("net");
-    train::TrainStep step(net, device, train::StepOptions{0.05, 0.9});
+    train::TrainStep step(net, device, train::StepOptions::sgd(0.05, 0.9));
     data::Batcher batcher(ds, 32, backend::wants_pinned_staging(device), 0, 2, /*shuffle=*/false);
     torch::Tensor loss;
     for (int i = 0; i < 3; ++i) loss = step.run(batcher.next());
@@ -68,4 +68,95 @@ TEST_F(Gpu, AbsentOrdinalNamesTheDevicesThisHostHas) {
     EXPECT_NE(std::string(e.what()).find("this host has " + std::to_string(n) + " CUDA device"), std::string::npos)
         << e.what();
   }
+}
+
+namespace {
+
+/// Losses and parameters (on the CPU) after `steps` steps of a variant from seed-5 weights on one batch.
+struct GpuOutcome {
+  std::vector<float> losses;
+  std::vector<torch::Tensor> before, after;
+  const train::LossScaler* scaler = nullptr;
+  std::int64_t skipped = 0;
+};
+
+GpuOutcome run_gpu_variant(const char* model, const torch::Device& device, const train::StepOptions& options, int steps,
+                           bool cudnn_benchmark = false) {
+  backend::CudnnBenchmarkGuard autotune(cudnn_benchmark);
+  auto ds = std::make_shared<const data::Dataset>(data::make_synthetic(16, 4));
+  data::Batcher batcher(ds, 16, backend::wants_pinned_staging(device), 0, 1, /*shuffle=*/false);
+  torch::manual_seed(5);
+  models::Classifier m = models::make_model(model);
+  GpuOutcome out;
+  for (const auto& p : m->parameters()) out.before.push_back(p.detach().clone());
+  train::TrainStep step(m, device, options);
+  for (int i = 0; i < steps; ++i) out.losses.push_back(step.run(batcher.next()).item<float>());
+  for (const auto& p : m->parameters()) out.after.push_back(p.detach().cpu());
+  if (step.scaler()) out.skipped = step.scaler()->skipped_steps();
+  return out;
+}
+
+double relative_update_error(const GpuOutcome& a, const GpuOutcome& b) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < a.after.size(); ++i) {
+    const torch::Tensor da = (a.after[i] - a.before[i].cpu()).to(torch::kFloat64);
+    const torch::Tensor db = (b.after[i] - b.before[i].cpu()).to(torch::kFloat64);
+    diff += (da - db).pow(2).sum().item<double>();
+    norm += db.pow(2).sum().item<double>();
+  }
+  return std::sqrt(diff / norm);
+}
+
+train::StepOptions gpu_variant(train::Precision precision, train::Layout layout, bool graph) {
+  train::StepOptions o = train::StepOptions::sgd(0.05, 0.9);
+  o.precision = precision;
+  o.layout = layout;
+  o.cuda_graph = graph;
+  o.scaler.init_scale = 1024.0;  // no overflow on the first steps of these small models
+  return o;
+}
+
+}  // namespace
+
+TEST_F(Gpu, CudaGraphReplayComputesTheEagerSteps) {
+  for (const char* model : {"net", "resnet18"}) {
+    SCOPED_TRACE(model);
+    const auto eager = run_gpu_variant(model, gpu, gpu_variant(train::Precision::kFp32, train::Layout::kNchw, false), 3);
+    const auto graph = run_gpu_variant(model, gpu, gpu_variant(train::Precision::kFp32, train::Layout::kNchw, true), 3);
+    for (size_t i = 0; i < eager.losses.size(); ++i) EXPECT_NEAR(graph.losses[i], eager.losses[i], 1e-4) << "step " << i;
+    EXPECT_LT(relative_update_error(graph, eager), 1e-3);
+  }
+}
+
+TEST_F(Gpu, Fp16WithLossScalingMatchesFp32) {
+  const auto fp32 = run_gpu_variant("net", gpu, gpu_variant(train::Precision::kFp32, train::Layout::kNchw, false), 1);
+  const auto fp16 = run_gpu_variant("net", gpu, gpu_variant(train::Precision::kFp16, train::Layout::kNchw, false), 1);
+  EXPECT_EQ(fp16.skipped, 0);
+  EXPECT_NEAR(fp16.losses[0], fp32.losses[0], 0.01 * fp32.losses[0]);
+  EXPECT_NE(fp16.losses[0], fp32.losses[0]) << "bit-identical to fp32: autocast did not take effect";
+  EXPECT_LT(relative_update_error(fp16, fp32), 0.05);
+}
+
+TEST_F(Gpu, GraphedFp16ChannelsLastStepMatchesEager) {
+  // Everything at once: autocast without its weight cache, the loss scaler's device-side skip
+  // logic and channels_last buffers, all inside the captured graph.
+  const auto options = [](bool graph) { return gpu_variant(train::Precision::kFp16, train::Layout::kChannelsLast, graph); };
+  const auto eager = run_gpu_variant("resnet18", gpu, options(false), 3);
+  const auto graph = run_gpu_variant("resnet18", gpu, options(true), 3);
+  for (size_t i = 0; i < eager.losses.size(); ++i) EXPECT_NEAR(graph.losses[i], eager.losses[i], 1e-2) << "step " << i;
+  EXPECT_LT(relative_update_error(graph, eager), 0.05);
+  EXPECT_EQ(graph.skipped, eager.skipped);
+}
+
+TEST_F(Gpu, Bf16AndCudnnAutotuningMatchFp32) {
+  const auto fp32 = run_gpu_variant("resnet18", gpu, gpu_variant(train::Precision::kFp32, train::Layout::kNchw, false), 1);
+  const auto tuned = run_gpu_variant("resnet18", gpu, gpu_variant(train::Precision::kFp32, train::Layout::kNchw, false), 1,
+                                     /*cudnn_benchmark=*/true);
+  EXPECT_NEAR(tuned.losses[0], fp32.losses[0], 1e-3);
+  EXPECT_LT(relative_update_error(tuned, fp32), 3e-2);
+  const std::string reason = backend::autocast_unsupported_reason(gpu, torch::kBFloat16);
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  const auto bf16 = run_gpu_variant("resnet18", gpu, gpu_variant(train::Precision::kBf16, train::Layout::kChannelsLast, false), 1);
+  EXPECT_NEAR(bf16.losses[0], fp32.losses[0], 0.02 * fp32.losses[0]);
+  EXPECT_LT(relative_update_error(bf16, fp32), 0.5);
 }

@@ -276,3 +276,32 @@ TEST(OpPeak, MeasuredOncePerDeviceAndCached) {
   EXPECT_EQ(first.gflop_per_s, again.gflop_per_s);
   EXPECT_EQ(first.gb_per_s, again.gb_per_s);
 }
+
+TEST(ModelTables, EveryConvolutionInForwardOrderAndTheModelFlops) {
+  for (const char* model : {"net", "resnet18"}) {
+    SCOPED_TRACE(model);
+    const auto module = models::make_model(model);
+    std::vector<torch::nn::Conv2dImpl*> convs;
+    for (const auto& m : module->modules(false)) {
+      if (auto* conv = m->as<torch::nn::Conv2d>()) convs.push_back(conv);
+    }
+    const auto table = ops::model_conv_layers(model);
+    ASSERT_EQ(convs.size(), table.size()) << "one table entry per Conv2d";
+    for (size_t i = 0; i < table.size(); ++i) {
+      const auto& o = convs[i]->options;
+      const ops::ConvShape& s = table[i];
+      EXPECT_EQ(o.in_channels(), s.in_channels) << "conv " << i;
+      EXPECT_EQ(o.out_channels(), s.out_channels) << "conv " << i;
+      EXPECT_EQ((*o.kernel_size())[0], s.kernel) << "conv " << i;
+      EXPECT_EQ((*o.stride())[0], s.stride) << "conv " << i;
+      // The layer itself at the table's input size gives the table's output size (padding included).
+      EXPECT_EQ(convs[i]->forward(torch::zeros({1, s.in_channels, s.height, s.width})).size(2), s.out_height()) << "conv " << i;
+    }
+  }
+  // Net by hand: conv1 2*6*28*28*3*5*5, conv2 2*16*10*10*6*5*5, fc 2*(400*120 + 120*84 + 84*10).
+  EXPECT_DOUBLE_EQ(ops::model_forward_flops("net"), 705600.0 + 480000.0 + 117840.0);
+  // CIFAR ResNet-18: 0.5554 G multiply-adds per 32x32 image in its convolutions and fc (profilers'
+  // often-quoted 0.557 G also counts BatchNorm and the shortcut additions).
+  EXPECT_NEAR(ops::model_forward_flops("resnet18") / 2e9, 0.5554, 0.0002);
+  EXPECT_THROW_WITH(ops::model_forward_flops("vgg"), InputError, "no convolution table for model 'vgg'");
+}

@@ -92,10 +92,24 @@ size_t count(const std::string& text, const std::string& needle) {
 
 }  // namespace
 
+TEST(ReportNames, CompletesTrainingNamesFromBeforeTheVariantAxes) {
+  // Baselines recorded before the variant axes existed ran fp32, NCHW, no autotuning, no graph.
+  report::Result cpu, gpu;
+  report::parse_benchmark_name("train_step/net/cpu/batch:64/manual_time", cpu);
+  EXPECT_EQ(cpu.name, "train_step/net/cpu/batch:64/dtype:fp32/layout:nchw");
+  EXPECT_EQ(cpu.dtype, "fp32");
+  report::parse_benchmark_name("train_step/net/cuda:0/batch:64", gpu);
+  EXPECT_EQ(gpu.name, "train_step/net/cuda:0/batch:64/dtype:fp32/layout:nchw/cudnn:off/graph:off");
+  EXPECT_EQ(report::train_variant(gpu, "/"), "") << "the baseline has no variant label";
+  report::Result bf16;
+  report::parse_benchmark_name("train_step/net/cuda:0/batch:64/dtype:bf16/layout:cl/cudnn:on/graph:off", bf16);
+  EXPECT_EQ(report::train_variant(bf16, "/"), "cudnn:on/dtype:bf16/layout:cl");
+}
+
 TEST(ReportNames, SplitsSuiteSubjectDeviceAndParameters) {
   report::Result r;
-  report::parse_benchmark_name("train_step/resnet18/cuda:1/batch:256/dtype:bf16/layout:cl/manual_time", r);
-  EXPECT_EQ(r.name, "train_step/resnet18/cuda:1/batch:256/dtype:bf16/layout:cl");
+  report::parse_benchmark_name("train_step/resnet18/cuda:1/batch:256/dtype:bf16/layout:cl/cudnn:on/graph:off/manual_time", r);
+  EXPECT_EQ(r.name, "train_step/resnet18/cuda:1/batch:256/dtype:bf16/layout:cl/cudnn:on/graph:off");
   EXPECT_EQ(r.suite, "train_step");
   EXPECT_EQ(r.subject, "resnet18");
   EXPECT_EQ(r.device, "cuda:1");
@@ -114,16 +128,16 @@ TEST(ReportNames, SplitsSuiteSubjectDeviceAndParameters) {
 TEST(ReportLoad, PerRepetitionRunsGiveMedianCvAndCounters) {
   const auto set = fixture();
   ASSERT_EQ(set.results.size(), 6u);  // aggregates folded into their benchmark
-  const auto& cpu = find(set, "train_step/net/cpu/batch:64");
+  const auto& cpu = find(set, "train_step/net/cpu/batch:64/dtype:fp32/layout:nchw");
   EXPECT_EQ(cpu.repetitions, 3);
   EXPECT_DOUBLE_EQ(cpu.median_ms, 11.0);
   EXPECT_NEAR(cpu.cv_pct, 100.0 * 1.0 / 11.0, 1e-9);  // stddev 1 over mean 11
   EXPECT_DOUBLE_EQ(cpu.counter("images_per_s"), 5818.18);
   EXPECT_DOUBLE_EQ(cpu.counter("forward_ms"), 3.0);
   EXPECT_EQ(cpu.device_name, "Fixture CPU");
-  const auto& gpu = find(set, "train_step/net/cuda:0/batch:64");
+  const auto& gpu = find(set, "train_step/net/cuda:0/batch:64/dtype:fp32/layout:nchw/cudnn:off/graph:off");
   EXPECT_EQ(gpu.device_name, "NVIDIA H100 80GB HBM3");
-  const auto& oom = find(set, "train_step/resnet18/cuda:0/batch:256");
+  const auto& oom = find(set, "train_step/resnet18/cuda:0/batch:256/dtype:fp32/layout:nchw/cudnn:off/graph:off");
   EXPECT_TRUE(oom.failed());
   EXPECT_EQ(oom.error, "CUDA out of memory. Tried to allocate 2.00 GiB");
   const auto& data = find(set, "data/parse_cifar10/images:50000");
@@ -196,7 +210,7 @@ TEST(ReportViews, SpeedupAgainstTheCpuAndRooflineFigures) {
 TEST(ReportViews, WarningsNameNoisyAndFailedBenchmarks) {
   const auto lines = report::warnings(fixture(), /*noise_cv_pct=*/5.0);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_NE(lines[0].find("`train_step/net/cpu/batch:64`: CV 9.1% over 3 repetitions exceeds the 5.0%"), std::string::npos);
+  EXPECT_NE(lines[0].find("`train_step/net/cpu/batch:64/dtype:fp32/layout:nchw`: CV 9.1% over 3 repetitions exceeds the 5.0%"), std::string::npos);
   EXPECT_NE(lines[2].find("did not run: CUDA out of memory"), std::string::npos);
   EXPECT_EQ(report::warnings(fixture(), /*noise_cv_pct=*/10.0).size(), 1u);
 }
@@ -313,14 +327,14 @@ TEST(Compare, ListsBenchmarksInOnlyOneFileAndFailedOnesWithoutFailing) {
   auto current = fixture();
   current.results.erase(current.results.begin());  // train_step/net/cpu/batch:64 gone
   const auto r = report::compare_results(base, current, report::CompareOptions{});
-  ASSERT_EQ(r.only_baseline, std::vector<std::string>{"train_step/net/cpu/batch:64"});
+  ASSERT_EQ(r.only_baseline, std::vector<std::string>{"train_step/net/cpu/batch:64/dtype:fp32/layout:nchw"});
   EXPECT_TRUE(r.only_current.empty());
   ASSERT_EQ(r.not_compared.size(), 1u);
-  EXPECT_EQ(r.not_compared[0].first, "train_step/resnet18/cuda:0/batch:256");
+  EXPECT_EQ(r.not_compared[0].first, "train_step/resnet18/cuda:0/batch:256/dtype:fp32/layout:nchw/cudnn:off/graph:off");
   EXPECT_EQ(r.regressions(), 0);
   EXPECT_DOUBLE_EQ(r.geomean_ratio, 1.0);
   const std::string console = report::compare_console(r, report::CompareOptions{});
-  EXPECT_NE(console.find("only in the baseline: train_step/net/cpu/batch:64"), std::string::npos);
+  EXPECT_NE(console.find("only in the baseline: train_step/net/cpu/batch:64/dtype:fp32/layout:nchw"), std::string::npos);
   EXPECT_NE(console.find("geometric mean (4 benchmarks)"), std::string::npos);
   EXPECT_NE(console.find("OK: no benchmark slower by more than 5%"), std::string::npos);
 }
@@ -343,4 +357,24 @@ TEST(Compare, ParsePercent) {
   EXPECT_THROW_WITH(report::parse_percent("five", "--threshold"), InputError, "--threshold: 'five' is not a percentage");
   EXPECT_THROW_WITH(report::parse_percent("-1%", "--threshold"), InputError, "not a percentage");
   EXPECT_THROW_WITH(report::parse_percent("%", "--threshold"), InputError, "not a percentage");
+}
+
+TEST(ReportVariants, EachVariantAgainstItsBaselineWithEpochAndMfu) {
+  const std::string json = R"({"context": {"host_name": "h", "date": "d"}, "benchmarks": [
+    {"name": "train_step/net/cpu/batch:64/dtype:fp32/layout:nchw/manual_time", "run_type": "iteration",
+     "iterations": 10, "real_time": 20.0, "time_unit": "ms", "images_per_s": 3200.0, "epoch_s": 15.6,
+     "model_tflop_per_s": 0.0125, "mfu_pct": 1.24},
+    {"name": "train_step/net/cpu/batch:64/dtype:bf16/layout:cl/manual_time", "run_type": "iteration",
+     "iterations": 10, "real_time": 10.0, "time_unit": "ms", "images_per_s": 6400.0, "epoch_s": 7.8,
+     "model_tflop_per_s": 0.025},
+    {"name": "train_step/net/cuda:0/batch:4/dtype:fp32/layout:nchw/cudnn:off/graph:on/manual_time",
+     "run_type": "iteration", "error_occurred": true, "error_message": "CUDA graphs: capture failed"}]})";
+  const auto set = report::parse_results(json, "variants.json");
+  const std::string md = report::to_markdown(set, {}, report::ReportOptions{});
+  EXPECT_NE(md.find("### Variants"), std::string::npos) << md;
+  EXPECT_NE(md.find("| net | cpu | 64 | baseline | 20.0 | 3 200 | 15.6 | 0.0125 | 1.2% | 1.00x |"), std::string::npos) << md;
+  // bf16 has no measured CPU peak here: no MFU, but its speedup over the baseline.
+  EXPECT_NE(md.find("| net | cpu | 64 | dtype:bf16 layout:cl | 10.0 | 6 400 | 7.80 | 0.0250 | - | 2.00x |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| net | cuda:0 | 4 | graph:on | failed |"), std::string::npos) << md;
 }

@@ -6,9 +6,14 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <limits>
+#include <tuple>
+#include <utility>
 
 #include "torchprobe/backend.h"
+#include "torchprobe/input_error.h"
 #include "torchprobe/models/registry.h"
+#include "test_util.h"
 
 using namespace torchprobe;
 
@@ -19,7 +24,7 @@ TEST(TrainStep, NetLearnsTheSyntheticClasses) {
   const torch::Device cpu(torch::kCPU);
   models::Classifier net = models::make_model("net");
   const double before = train::evaluate_accuracy(net, held_out, cpu);
-  train::TrainStep step(net, cpu, train::StepOptions{/*learning_rate=*/0.01, /*momentum=*/0.9});
+  train::TrainStep step(net, cpu, train::StepOptions::sgd(/*learning_rate=*/0.01, /*momentum=*/0.9));
   data::Batcher batcher(train_set, /*batch_size=*/32, /*pinned=*/false, /*seed=*/2);
   std::vector<float> losses;
   for (int i = 0; i < 300; ++i) losses.push_back(step.run(batcher.next()).item<float>());
@@ -53,7 +58,7 @@ TEST(TrainStep, OneStepIsExactlyTheTutorialUpdate) {
   for (const auto& p : model->parameters()) expected.push_back(p.detach() - lr * p.grad());
   for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
 
-  train::TrainStep step(model, torch::Device(torch::kCPU), train::StepOptions{lr, 0.9});
+  train::TrainStep step(model, torch::Device(torch::kCPU), train::StepOptions::sgd(lr, 0.9));
   const torch::Tensor step_loss = step.run(batch);
   EXPECT_NEAR(step_loss.item<float>(), loss.item<float>(), 1e-6);
   const auto params = model->parameters();
@@ -115,7 +120,7 @@ TEST(TrainStep, MatchesTorchOptimSgdOverSeveralSteps) {
     models::Classifier ours = models::make_model(name);
     torch::manual_seed(9);
     models::Classifier reference = models::make_model(name);
-    train::TrainStep step(ours, torch::Device(torch::kCPU), train::StepOptions{0.02, 0.9});
+    train::TrainStep step(ours, torch::Device(torch::kCPU), train::StepOptions::sgd(0.02, 0.9));
     torch::optim::SGD sgd(reference->parameters(), torch::optim::SGDOptions(0.02).momentum(0.9));
     for (int i = 0; i < 4; ++i) {
       const float loss = step.run(batch).item<float>();
@@ -135,4 +140,169 @@ TEST(TrainStep, MatchesTorchOptimSgdOverSeveralSteps) {
           << item.key();
     }
   }
+}
+
+namespace {
+
+/// Parameters of a model after `steps` steps of a variant on a fixed batch, from seed-7 weights.
+struct StepOutcome {
+  std::vector<float> losses;
+  std::vector<torch::Tensor> before, after;  // parameters, cloned
+  models::Classifier model;
+};
+
+StepOutcome run_variant(const char* model_name, const train::StepOptions& options, data::HostBatch& batch,
+                        int steps = 1) {
+  torch::manual_seed(7);
+  StepOutcome out;
+  out.model = models::make_model(model_name);
+  for (const auto& p : out.model->parameters()) out.before.push_back(p.detach().clone());
+  train::TrainStep step(out.model, torch::Device(torch::kCPU), options);
+  for (int i = 0; i < steps; ++i) out.losses.push_back(step.run(batch).item<float>());
+  for (const auto& p : out.model->parameters()) out.after.push_back(p.detach().clone());
+  return out;
+}
+
+/// ||(a.after - a.before) - (b.after - b.before)|| / ||b.after - b.before|| over all parameters.
+double update_error(const StepOutcome& a, const StepOutcome& b) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < a.after.size(); ++i) {
+    const torch::Tensor da = (a.after[i] - a.before[i]).to(torch::kFloat64);
+    const torch::Tensor db = (b.after[i] - b.before[i]).to(torch::kFloat64);
+    diff += (da - db).pow(2).sum().item<double>();
+    norm += db.pow(2).sum().item<double>();
+  }
+  return std::sqrt(diff / norm);
+}
+
+struct FixedBatch {
+  explicit FixedBatch(std::int64_t size, std::uint64_t seed = 4)
+      : ds(std::make_shared<const data::Dataset>(data::make_synthetic(size, seed))),
+        batcher(ds, size, /*pinned=*/false, /*seed=*/0, /*ring_size=*/1, /*shuffle=*/false) {}
+  std::shared_ptr<const data::Dataset> ds;
+  data::Batcher batcher;
+  data::HostBatch& next() { return batcher.next(); }
+};
+
+train::StepOptions variant(train::Precision precision, train::Layout layout, bool scaling = false) {
+  train::StepOptions o = train::StepOptions::sgd(0.05, 0.9);
+  o.precision = precision;
+  o.layout = layout;
+  o.force_loss_scaling = scaling;
+  return o;
+}
+
+}  // namespace
+
+TEST(TrainVariants, ChannelsLastComputesTheSameSteps) {
+  // oneDNN's channels_last kernels sum in another order. The untrained ResNet's early-layer
+  // gradients are sums with heavy cancellation: against an fp64 step, NCHW fp32 is 0.1% off and
+  // channels_last 0.6% here, and the large learning rate amplifies that ~15x per step, so
+  // ResNet-18 is compared after one step, the small CNN after three.
+  for (const auto& [name, steps, tolerance] : {std::tuple<const char*, int, double>{"net", 3, 1e-3},
+                                               std::tuple<const char*, int, double>{"resnet18", 1, 3e-2}}) {
+    SCOPED_TRACE(name);
+    FixedBatch batch(8);
+    const StepOutcome nchw = run_variant(name, variant(train::Precision::kFp32, train::Layout::kNchw), batch.next(), steps);
+    const StepOutcome cl =
+        run_variant(name, variant(train::Precision::kFp32, train::Layout::kChannelsLast), batch.next(), steps);
+    for (size_t i = 0; i < nchw.losses.size(); ++i) EXPECT_NEAR(cl.losses[i], nchw.losses[i], 1e-4) << "step " << i;
+    EXPECT_LT(update_error(cl, nchw), tolerance);
+    // The layout really changed: 4-D weights (and their gradient views) are NHWC in memory.
+    const torch::Tensor conv1 = cl.model->named_parameters()["conv1.weight"];
+    EXPECT_TRUE(conv1.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_FALSE(conv1.is_contiguous());
+    EXPECT_TRUE(conv1.grad().is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(nchw.model->named_parameters()["conv1.weight"].is_contiguous());
+  }
+}
+
+TEST(TrainVariants, AutocastGuardRunsEligibleOpsInBf16AndRestores) {
+  const torch::Device cpu(torch::kCPU);
+  const torch::Tensor a = torch::randn({8, 8}), b = torch::randn({8, 8});
+  {
+    backend::AutocastGuard autocast(cpu, torch::kBFloat16);
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
+    {
+      backend::AutocastGuard nested(cpu, torch::kBFloat16);
+      EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
+    }
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16) << "the inner guard must not switch autocast off";
+  }
+  EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat32);
+  EXPECT_THROW_WITH(backend::AutocastGuard(cpu, torch::kHalf), InputError, "autocast to fp16 runs on GPUs only");
+}
+
+TEST(TrainVariants, Bf16StepMatchesFp32WithinBf16Tolerance) {
+  // bf16 keeps 8 significant bits (~0.4% per rounding); through ResNet-18's cancelling early-layer
+  // gradients the first update is ~30% off the fp32 one (cosine ~0.95) here, the CNN's ~5%. A wrong
+  // step (gradients lost, mis-mapped or unscaled) is off by 100% or more.
+  for (const auto& [name, tolerance] : {std::pair<const char*, double>{"net", 0.1}, std::pair<const char*, double>{"resnet18", 0.5}}) {
+    SCOPED_TRACE(name);
+    FixedBatch batch(8);
+    const StepOutcome fp32 = run_variant(name, variant(train::Precision::kFp32, train::Layout::kNchw), batch.next());
+    StepOutcome bf16;
+    try {
+      bf16 = run_variant(name, variant(train::Precision::kBf16, train::Layout::kNchw), batch.next());
+    } catch (const c10::Error& e) {  // oneDNN's bf16 kernels need AVX-512 (BW, VL, DQ) or AMX on the CPU
+      GTEST_SKIP() << "this CPU has no bf16 kernels: " << e.what_without_backtrace();
+    }
+    EXPECT_NEAR(bf16.losses[0], fp32.losses[0], 0.02 * fp32.losses[0]);
+    EXPECT_NE(bf16.losses[0], fp32.losses[0]) << "bit-identical to fp32: autocast did not take effect";
+    EXPECT_LT(update_error(bf16, fp32), tolerance);
+    for (const auto& p : bf16.model->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat32) << "fp32 master weights";
+  }
+}
+
+TEST(TrainVariants, LossScaledStepEqualsThePlainStep) {
+  // A power-of-two scale is exact: scaled gradients unscale to the same bits.
+  FixedBatch batch(8);
+  const StepOutcome plain = run_variant("net", variant(train::Precision::kFp32, train::Layout::kNchw), batch.next(), 3);
+  const StepOutcome scaled =
+      run_variant("net", variant(train::Precision::kFp32, train::Layout::kNchw, /*scaling=*/true), batch.next(), 3);
+  for (size_t i = 0; i < plain.losses.size(); ++i) EXPECT_FLOAT_EQ(scaled.losses[i], plain.losses[i]) << "step " << i;
+  for (size_t i = 0; i < plain.after.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(scaled.after[i], plain.after[i], /*rtol=*/1e-6, /*atol=*/1e-8)) << "parameter " << i;
+  }
+}
+
+TEST(TrainVariants, OverflowSkipsTheStepAndLowersTheScale) {
+  FixedBatch good(8), poisoned(8);
+  data::HostBatch& bad_batch = poisoned.next();
+  bad_batch.images[3][1][5][5] = std::numeric_limits<float>::infinity();  // planted: grads become inf/NaN
+  train::StepOptions options = variant(train::Precision::kFp32, train::Layout::kNchw, /*scaling=*/true);
+  options.scaler.init_scale = 1024.0;
+
+  torch::manual_seed(7);
+  models::Classifier model = models::make_model("net");
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
+  train::TrainStep step(model, torch::Device(torch::kCPU), options);
+  step.run(bad_batch);
+  const auto params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[i])) << "parameter " << i << " moved";
+  ASSERT_NE(step.scaler(), nullptr);
+  EXPECT_DOUBLE_EQ(step.scaler()->scale_value(), 512.0);
+  EXPECT_EQ(step.scaler()->skipped_steps(), 1);
+
+  // The skipped step left no trace in the momentum: the next good step is a first step.
+  step.run(good.next());
+  const StepOutcome fresh = run_variant("net", variant(train::Precision::kFp32, train::Layout::kNchw), good.next());
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(params[i], fresh.after[i], 1e-6, 1e-8)) << "parameter " << i;
+  }
+  EXPECT_EQ(step.scaler()->skipped_steps(), 1);
+  EXPECT_EQ(step.scaler()->good_steps(), 1);
+}
+
+TEST(TrainVariants, RejectsWhatTheCpuCannotRun) {
+  const torch::Device cpu(torch::kCPU);
+  EXPECT_THROW_WITH(train::TrainStep(models::make_model("net"), cpu, variant(train::Precision::kFp16, train::Layout::kNchw)),
+                    InputError, "fp16 on cpu: autocast to fp16 runs on GPUs only");
+  train::StepOptions graph = train::StepOptions::sgd(0.05, 0.9);
+  graph.cuda_graph = true;
+  EXPECT_THROW_WITH(train::TrainStep(models::make_model("net"), cpu, graph), InputError,
+                    "CUDA graphs capture GPU work; cpu is not a CUDA device");
+  EXPECT_THROW_WITH(train::parse_precision("fp8"), InputError, "unknown precision 'fp8' (expected fp32, bf16 or fp16)");
+  EXPECT_THROW_WITH(train::parse_layout("nhwc"), InputError, "unknown memory layout 'nhwc'");
 }

@@ -27,6 +27,7 @@ def run_cpp(bench, model, batch, threads, min_time):
     """Mean ms per step of one torchprobe-bench run, and its LibTorch version."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([bench, "--devices", "cpu", "--models", model, "--batch-sizes", str(batch), "--suites", "train",
+                        "--dtypes", "fp32", "--layouts", "nchw",
                         "--threads", str(threads), f"--benchmark_min_time={min_time}", f"--benchmark_out={out.name}",
                         "--benchmark_out_format=json"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         doc = json.load(open(out.name))

@@ -3,6 +3,7 @@
 // LibTorch (or between LibTorch versions) is declared here and implemented in
 // backend_common.cpp (both builds) and backend_cuda.cpp / backend_nocuda.cpp (one of them).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,6 +112,56 @@ void profiler_capture_stop();
 void enable_aten_nvtx_ranges();
 /// Switches them off again (no-op where they were never on).
 void disable_aten_nvtx_ranges();
+
+/// Autocast (automatic mixed precision) on one device type while alive, as torch.autocast:
+/// eligible ops (convolutions, matmuls) run in `dtype`, precision-sensitive ones (losses,
+/// reductions) in fp32. `cache` = false disables the cast-weight cache, as CUDA-graph capture
+/// needs. Restores the previous state on exit. Version seam: LibTorch 1.13's per-backend setters,
+/// 2.4+'s per-device-type ones.
+class AutocastGuard {
+ public:
+  AutocastGuard(const torch::Device& device, torch::ScalarType dtype, bool cache = true);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool cuda_;
+  bool was_enabled_, was_caching_;
+  torch::ScalarType previous_dtype_;
+};
+/// Why autocast to `dtype` cannot run on the device ("" when it can): the CPU autocasts to
+/// bf16 only; GPUs to fp16, and to bf16 from compute capability 8.0.
+std::string autocast_unsupported_reason(const torch::Device& device, torch::ScalarType dtype);
+
+/// cuDNN autotuning (torch.backends.cudnn.benchmark) set while alive, the previous setting
+/// restored on exit. A process-wide switch: the first call at each new shape tries every algorithm.
+class CudnnBenchmarkGuard {
+ public:
+  explicit CudnnBenchmarkGuard(bool enabled);
+  ~CudnnBenchmarkGuard();
+  CudnnBenchmarkGuard(const CudnnBenchmarkGuard&) = delete;
+  CudnnBenchmarkGuard& operator=(const CudnnBenchmarkGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// Device work captured once and replayed (a CUDA graph): every kernel `body` queued, with the
+/// same addresses, so the inputs it reads must be static buffers refilled before each replay.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  /// Queues the captured work on the device's current stream (no host synchronisation).
+  virtual void replay() = 0;
+};
+/// Runs `body` `warmup_runs` times on a side stream (lazy allocations, cuBLAS workspaces and cuDNN
+/// autotuning must happen before capture), captures one more run without executing it, and waits
+/// for the side stream. CUDA builds and CUDA devices only: throws InputError otherwise.
+std::unique_ptr<CapturedWork> capture_work(const torch::Device& device, const std::function<void()>& body,
+                                           int warmup_runs);
+/// Why capture_work cannot run on the device ("" when it can).
+std::string capture_unsupported_reason(const torch::Device& device);
 
 /// Whether tensors headed for this device should be staged in pinned host memory.
 bool wants_pinned_staging(const torch::Device& device);

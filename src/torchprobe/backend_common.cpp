@@ -1,3 +1,5 @@
+#include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
@@ -9,8 +11,11 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <torch/version.h>
+
 #include "torchprobe/backend.h"
 #include "torchprobe/backend_detail.h"
+#include "torchprobe/input_error.h"
 #include "torchprobe/memory.h"
 
 namespace torchprobe::backend {
@@ -203,6 +208,99 @@ void profiler_capture_start() { detail::profiler_start(); }
 void profiler_capture_stop() { detail::profiler_stop(); }
 void enable_aten_nvtx_ranges() { detail::enable_aten_nvtx(); }
 void disable_aten_nvtx_ranges() { detail::disable_aten_nvtx(); }
+
+// Version seam for autocast: 2.4 replaced the per-backend setters (set_enabled for CUDA,
+// set_cpu_enabled, set_autocast_gpu_dtype, ...) by ones taking a device type; 2.x deprecates the old.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define TORCHPROBE_AUTOCAST_BY_DEVICE_TYPE 1
+#endif
+
+namespace {
+bool autocast_enabled(bool cuda) {
+#ifdef TORCHPROBE_AUTOCAST_BY_DEVICE_TYPE
+  return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU);
+#else
+  return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+void set_autocast_enabled(bool cuda, bool enabled) {
+#ifdef TORCHPROBE_AUTOCAST_BY_DEVICE_TYPE
+  at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, enabled);
+#else
+  cuda ? at::autocast::set_enabled(enabled) : at::autocast::set_cpu_enabled(enabled);
+#endif
+}
+torch::ScalarType autocast_dtype(bool cuda) {
+#ifdef TORCHPROBE_AUTOCAST_BY_DEVICE_TYPE
+  return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU);
+#else
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+void set_autocast_dtype(bool cuda, torch::ScalarType dtype) {
+#ifdef TORCHPROBE_AUTOCAST_BY_DEVICE_TYPE
+  at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, dtype);
+#else
+  cuda ? at::autocast::set_autocast_gpu_dtype(dtype) : at::autocast::set_autocast_cpu_dtype(dtype);
+#endif
+}
+}  // namespace
+
+AutocastGuard::AutocastGuard(const torch::Device& device, torch::ScalarType dtype, bool cache)
+    : cuda_(device.is_cuda()),
+      was_enabled_(autocast_enabled(cuda_)),
+      was_caching_(at::autocast::is_autocast_cache_enabled()),
+      previous_dtype_(autocast_dtype(cuda_)) {
+  const std::string reason = autocast_unsupported_reason(device, dtype);
+  if (!reason.empty()) throw InputError(reason);
+  set_autocast_dtype(cuda_, dtype);
+  set_autocast_enabled(cuda_, true);
+  at::autocast::set_autocast_cache_enabled(cache);
+  at::autocast::increment_nesting();
+}
+
+AutocastGuard::~AutocastGuard() {
+  // As torch.autocast's __exit__: the outermost region drops the cast-weight cache.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  set_autocast_enabled(cuda_, was_enabled_);
+  set_autocast_dtype(cuda_, previous_dtype_);
+  at::autocast::set_autocast_cache_enabled(was_caching_);
+}
+
+std::string autocast_unsupported_reason(const torch::Device& device, torch::ScalarType dtype) {
+  const std::string name = dtype == torch::kBFloat16 ? "bf16" : dtype == torch::kHalf ? "fp16" : c10::toString(dtype);
+  if (dtype != torch::kBFloat16 && dtype != torch::kHalf) return "autocast needs bf16 or fp16, not " + name;
+  if (device.is_cpu()) {
+    return dtype == torch::kBFloat16 ? "" : "autocast to fp16 runs on GPUs only; the CPU autocasts to bf16";
+  }
+  if (!device.is_cuda()) return "autocast is supported on the CPU and CUDA devices only";
+  if (dtype == torch::kBFloat16) {
+    const CudaDeviceInfo info = cuda_device_info(cuda_index(device));
+    if (info.cc_major < 8) {
+      return "bf16 needs compute capability 8.0 or newer; " + info.name + " has " + std::to_string(info.cc_major) + "." +
+             std::to_string(info.cc_minor) + " (use fp16)";
+    }
+  }
+  return "";
+}
+
+CudnnBenchmarkGuard::CudnnBenchmarkGuard(bool enabled) : previous_(at::globalContext().benchmarkCuDNN()) {
+  at::globalContext().setBenchmarkCuDNN(enabled);
+}
+CudnnBenchmarkGuard::~CudnnBenchmarkGuard() { at::globalContext().setBenchmarkCuDNN(previous_); }
+
+std::string capture_unsupported_reason(const torch::Device& device) {
+  if (!device.is_cuda()) return "CUDA graphs capture GPU work; " + device.str() + " is not a CUDA device";
+  if (!cuda_compiled()) return "CUDA graphs need a CUDA-enabled LibTorch; this one is CPU-only";
+  return "";
+}
+
+std::unique_ptr<CapturedWork> capture_work(const torch::Device& device, const std::function<void()>& body,
+                                           int warmup_runs) {
+  const std::string reason = capture_unsupported_reason(device);
+  if (!reason.empty()) throw InputError(reason);
+  return detail::capture_work(cuda_index(device), body, warmup_runs);
+}
 
 bool wants_pinned_staging(const torch::Device& device) { return device.is_cuda(); }
 

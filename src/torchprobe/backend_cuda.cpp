@@ -2,6 +2,8 @@
 // CUDA runtime directly for events and properties, and LibTorch's caching allocator for
 // memory statistics; the calls used here exist in LibTorch 1.13 and 2.x alike.
 #include <ATen/Context.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -82,6 +84,47 @@ class CudaFence final : public Fence {
  private:
   int index_;
   cudaEvent_t event_ = nullptr;
+};
+
+class CudaCapturedWork final : public CapturedWork {
+ public:
+  CudaCapturedWork(int index, const std::function<void()>& body, int warmup_runs) : index_(index) {
+    const auto device = static_cast<c10::DeviceIndex>(index);
+    c10::cuda::CUDAGuard guard(device);
+    // Capture needs a stream other than the legacy default one; the side stream first waits for
+    // the work already queued (the inputs' copies), and the caller's stream waits for it after.
+    const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(device);
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+    at::cuda::CUDAEvent ready;
+    ready.record(caller);
+    ready.block(side);
+    {
+      c10::cuda::CUDAStreamGuard on_side(side);
+      for (int i = 0; i < warmup_runs; ++i) body();
+      graph_.capture_begin();
+      try {
+        body();
+      } catch (...) {
+        try {
+          graph_.capture_end();
+        } catch (...) {  // the capture is invalid anyway; report the body's error
+        }
+        throw;
+      }
+      graph_.capture_end();
+    }
+    at::cuda::CUDAEvent done;
+    done.record(side);
+    done.block(caller);
+  }
+  void replay() override {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index_));
+    graph_.replay();
+  }
+
+ private:
+  int index_;
+  at::cuda::CUDAGraph graph_;
 };
 
 }  // namespace
@@ -167,6 +210,10 @@ AllocatorStats allocator_stats(int index) {
   out.device_free = static_cast<std::int64_t>(free);
   out.device_total = static_cast<std::int64_t>(total);
   return out;
+}
+
+std::unique_ptr<CapturedWork> capture_work(int index, const std::function<void()>& body, int warmup_runs) {
+  return std::make_unique<CudaCapturedWork>(index, body, warmup_runs);
 }
 
 void profiler_start() { cudaProfilerStart(); }

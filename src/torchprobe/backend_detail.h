@@ -1,6 +1,7 @@
 #pragma once
 // Private to the seam: the CUDA half, implemented by backend_cuda.cpp or backend_nocuda.cpp.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,7 @@ void release_cached_memory(int index);
 AllocatorStats allocator_stats(int index);
 void profiler_start();
 void profiler_stop();
+std::unique_ptr<CapturedWork> capture_work(int index, const std::function<void()>& body, int warmup_runs);
 void enable_aten_nvtx();
 void disable_aten_nvtx();
 

@@ -29,6 +29,7 @@ void release_cached_memory(int) { no_cuda(); }
 AllocatorStats allocator_stats(int) { no_cuda(); }
 void profiler_start() {}
 void profiler_stop() {}
+std::unique_ptr<CapturedWork> capture_work(int, const std::function<void()>&, int) { no_cuda(); }
 void enable_aten_nvtx() {
   throw InputError("per-op NVTX ranges need a CUDA-enabled LibTorch (its profiler's NVTX mode); this one is CPU-only");
 }

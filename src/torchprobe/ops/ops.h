@@ -35,10 +35,16 @@ double conv2d_flops(const ConvShape& s, bool backward);
 /// write grad-input and grad-weight: 3 x input + 3 x weight + 2 x output.
 double conv2d_bytes(const ConvShape& s, bool backward, std::int64_t element_size);
 
-/// The convolutions of a model at CIFAR-10's 32x32 input, one entry per distinct shape (batch 1).
+/// Every convolution of a model at CIFAR-10's 32x32 input, in the order the model registers them (batch 1).
+std::vector<ConvShape> model_conv_layers(const std::string& model);
+/// The same, one entry per distinct shape, in first-use order.
 std::vector<ConvShape> model_conv_shapes(const std::string& model);
 /// The linear layers of a model as (in_features, out_features), distinct, in forward order.
 std::vector<std::pair<std::int64_t, std::int64_t>> model_linear_shapes(const std::string& model);
+/// Forward FLOP of one image through a model's convolutions and linear layers (multiply-add = 2;
+/// BatchNorm, activations and pooling, under 1% for these models, are left out, as MFU
+/// conventions do). A training step costs 3x this per image: backward is twice the forward.
+double model_forward_flops(const std::string& model);
 
 /// One input set of an op; the op reads tensors (and writes its output into `out` where it has one).
 struct OpInputs {

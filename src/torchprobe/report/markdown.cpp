@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "torchprobe/report/printers.h"
@@ -62,6 +63,42 @@ Table phase_table(const ResultSet& results) {
     cells.push_back(format_ms(sum));
     cells.push_back(format_ms(r.median_ms));
     t.add(cells);
+  }
+  return t;
+}
+
+/// Every training-step variant with its time to epoch, model FLOP rate and MFU, against the
+/// baseline variant (fp32, NCHW, no autotuning, no graph) of the same model, device and batch.
+Table variant_table(const ResultSet& results) {
+  Table t;
+  t.header = {"model", "device", "batch", "variant", "step ms", "images/s", "epoch s", "model TFLOP/s", "MFU",
+              "vs baseline"};
+  t.right_aligned = {false, false, true, false, true, true, true, true, true, true};
+  const auto key = [](const Result& r) { return fmt::format("{}|{}|{}", r.subject, r.device_label, r.batch); };
+  std::map<std::string, const Result*> baselines;
+  std::set<std::string> variants;
+  for (const auto& r : results.results) {
+    if (r.suite != "train_step") continue;
+    const std::string variant = train_variant(r, " ");
+    variants.insert(variant);
+    if (variant.empty()) baselines[key(r)] = &r;
+  }
+  if (variants.size() < 2) return t;  // one variant: the training tables say it all
+  for (const auto& r : results.results) {
+    if (r.suite != "train_step") continue;
+    const std::string variant = train_variant(r, " ");
+    if (r.failed()) {
+      t.add({r.subject, r.device_label, std::to_string(r.batch), variant.empty() ? "baseline" : variant, "failed", "-",
+             "-", "-", "-", "-"});
+      continue;
+    }
+    const auto base = baselines.find(key(r));
+    const double ratio = base == baselines.end() || base->second->failed()
+                             ? std::nan("")
+                             : r.counter("images_per_s") / base->second->counter("images_per_s");
+    t.add({r.subject, r.device_label, std::to_string(r.batch), variant.empty() ? "baseline" : variant,
+           format_ms(r.median_ms), format_rate(r.counter("images_per_s")), format_number(r.counter("epoch_s")),
+           format_number(r.counter("model_tflop_per_s")), format_pct(r.counter("mfu_pct")), format_ratio(ratio)});
   }
   return t;
 }
@@ -151,6 +188,14 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
     out += view.baseline.empty() || view.devices.size() < 2 ? ".\n" : fmt::format(", speedup against {}.\n", view.baseline);
     for (const auto& chart : charts) out += fmt::format("\n![{}]({})\n", chart.title, chart.file);
     for (const auto& model : view.models()) out += fmt::format("\n### {}\n\n", model) + training_table(view, model).markdown();
+    const Table variants = variant_table(results);
+    if (!variants.rows.empty()) {
+      out += "\n### Variants\n\nEach training-step variant against the baseline (fp32, NCHW, no cuDNN autotuning, no "
+             "CUDA graph) of the same model, device and batch: images/s ratio. Epoch: 50 000 images at the median "
+             "step time. Model TFLOP/s counts the convolutions and linear layers (3x the forward FLOP per image); "
+             "MFU divides it by the device's GEMM peak measured in the same run at the precision the convolutions "
+             "use (TF32 for fp32 on GPUs, LibTorch's cuDNN default).\n\n" + variants.markdown();
+    }
     const Table phases = phase_table(results);
     if (!phases.rows.empty()) {
       out += "\n### Per-phase breakdown\n\nMedian ms per phase from a separate instrumented pass (a device sync "
@@ -179,6 +224,8 @@ std::string to_console_summary(const ResultSet& results, const ReportOptions& op
   for (const auto& model : view.models()) {
     out += fmt::format("train_step/{}\n", model) + training_table(view, model).console() + "\n";
   }
+  const Table variants = variant_table(results);
+  if (!variants.rows.empty()) out += "train_step variants\n" + variants.console() + "\n";
   const Table ops = op_table(results);
   if (!ops.rows.empty()) out += "ops\n" + ops.console() + "\n";
   const Table others = other_table(results);

@@ -216,11 +216,22 @@ void parse_benchmark_name(const std::string& name, Result& result) {
       result.batch = 0;
     }
   }
-  if (result.params.count("dtype")) {
-    result.dtype = result.params["dtype"];
-  } else if (result.suite == "train_step") {
-    result.dtype = "fp32";  // op names carry their dtype where one applies (copies have none)
+  if (result.suite == "train_step") {
+    // Names from before the variant axes existed ran the baseline: complete them, so baselines
+    // recorded then still compare with today's names.
+    const auto complete = [&](const char* key, const char* value) {
+      if (result.params.count(key)) return;
+      result.params[key] = value;
+      result.name += fmt::format("/{}:{}", key, value);
+    };
+    complete("dtype", "fp32");
+    complete("layout", "nchw");
+    if (result.device.rfind("cuda", 0) == 0) {
+      complete("cudnn", "off");
+      complete("graph", "off");
+    }
   }
+  if (result.params.count("dtype")) result.dtype = result.params["dtype"];  // copies have none
 }
 
 ResultSet parse_results(const std::string& json_text, const std::string& source) {

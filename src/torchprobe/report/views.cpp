@@ -28,6 +28,20 @@ std::vector<std::string> TrainView::models() const {
   return names;
 }
 
+bool is_baseline_axis(const std::string& key, const std::string& value) {
+  return (key == "dtype" && value == "fp32") || (key == "layout" && value == "nchw") ||
+         ((key == "cudnn" || key == "graph") && value == "off");
+}
+
+std::string train_variant(const Result& r, const std::string& separator) {
+  std::string variant;
+  for (const auto& [k, v] : r.params) {
+    if (k == "batch" || is_baseline_axis(k, v)) continue;
+    variant += (variant.empty() ? "" : separator) + k + ":" + v;
+  }
+  return variant;
+}
+
 TrainView train_view(const ResultSet& results) {
   TrainView view;
   for (const auto& r : results.results) {
@@ -35,10 +49,7 @@ TrainView train_view(const ResultSet& results) {
     if (std::find(view.devices.begin(), view.devices.end(), r.device_label) == view.devices.end()) {
       view.devices.push_back(r.device_label);
     }
-    std::string variant;
-    for (const auto& [k, v] : r.params) {
-      if (k != "batch") variant += (variant.empty() ? "" : "/") + k + ":" + v;
-    }
+    const std::string variant = train_variant(r, "/");
     auto row = std::find_if(view.rows.begin(), view.rows.end(), [&](const TrainRow& t) {
       return t.model == r.subject && t.variant == variant && t.batch == r.batch;
     });

@@ -11,6 +11,13 @@
 namespace torchprobe::report {
 
 /// One training configuration (model, batch and any other name parameters) across devices.
+/// Whether a training-step name component is the baseline of its axis (dtype:fp32, layout:nchw,
+/// cudnn:off, graph:off): left out of variant labels, so the baseline row is "".
+bool is_baseline_axis(const std::string& key, const std::string& value);
+
+/// A training step's non-baseline axes, e.g. "dtype:bf16/layout:cl" with "/"; "" for the baseline.
+std::string train_variant(const Result& r, const std::string& separator);
+
 struct TrainRow {
   std::string model;
   std::string variant;  ///< name parameters besides batch, e.g. "dtype:bf16/layout:cl"; "" for the default

@@ -57,6 +57,24 @@ if(TORCHPROBE_ENABLE_NVTX)
 endif()
 message(STATUS "torchprobe: NVTX ranges: ${TORCHPROBE_HAS_NVTX}")
 
+# Gloo's headers for c10d's ProcessGroupGloo: Debian's libgloo-dev. pip's LibTorch has Gloo inside
+# libtorch_cpu but ships no Gloo headers; Debian's LibTorch links the system libgloo, which we
+# then link too (its symbols are not re-exported).
+find_path(TORCHPROBE_GLOO_INCLUDE_DIR gloo/algorithm.h)
+if(NOT TORCHPROBE_GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "torchprobe: Gloo headers not found (gloo/algorithm.h): apt-get install libgloo-dev")
+endif()
+unset(TORCHPROBE_GLOO_LIBRARY)
+find_library(_tp_torch_cpu torch_cpu NO_DEFAULT_PATH
+  PATHS "${TORCH_INSTALL_PREFIX}/lib" "${TORCH_INSTALL_PREFIX}/lib/${CMAKE_LIBRARY_ARCHITECTURE}")
+if(_tp_torch_cpu)
+  execute_process(COMMAND ldd "${_tp_torch_cpu}" OUTPUT_VARIABLE _tp_ldd ERROR_QUIET)
+  if(_tp_ldd MATCHES "libgloo\\.so")
+    find_library(TORCHPROBE_GLOO_LIBRARY gloo)
+  endif()
+endif()
+message(STATUS "torchprobe: Gloo headers ${TORCHPROBE_GLOO_INCLUDE_DIR}, library ${TORCHPROBE_GLOO_LIBRARY}")
+
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 if(TORCHPROBE_BUILD_BENCH)

@@ -14,7 +14,7 @@ TORCHPROBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The PyTorch wheel of the cuda flavour: the version the project's reference GPU host runs.
 TORCHPROBE_TORCH_PIP_VERSION="${TORCHPROBE_TORCH_PIP_VERSION:-2.11.0}"
 TORCHPROBE_DEBS=(cmake ninja-build g++ libopenblas0-pthread libbenchmark-dev libgtest-dev
-                 libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev)
+                 libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev)
 
 tp_log() { echo "torchprobe: $*" >&2; }
 

@@ -17,9 +17,11 @@
 #include "diagnostics/classify.h"
 #include "diagnostics/leak.h"
 #include "diagnostics/memory_probe.h"
+#include "diagnostics/oom.h"
 #include "diagnostics/scenarios.h"
 #include "torchprobe/cli_support.h"
 #include "torchprobe/device.h"
+#include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/error.h"
 #include "torchprobe/memory.h"
 #include "torchprobe/models/registry.h"
@@ -213,6 +215,58 @@ int diagnose_memory_command(const MemoryFlags& flags) {
   return ok ? 0 : 1;
 }
 
+struct DistFlags {
+  std::string min_bytes = "1KiB", max_bytes = "1GiB";
+  int iterations = 20;
+  std::string model = "net";
+  std::int64_t batch = 64;
+  int steps = 20, warmup = 3;
+  double bucket_mib = 25.0;
+  double timeout_s = 60.0;
+  int threads = 0;
+  bool json = false;
+  std::string out;
+};
+
+std::int64_t size_flag(const std::string& flag, const std::string& text) {
+  const auto bytes = torchprobe::diagnostics::parse_size(text);
+  if (!bytes || *bytes < 1) throw torchprobe::InputError(fmt::format("{} {}: expected a size such as 4KiB or 1GiB", flag, text));
+  return *bytes;
+}
+
+/// `torchprobe dist allreduce|train`: one rank of a torchrun-style job (scripts/launch.sh N runs N).
+/// Every rank measures; rank 0 prints (or writes --out).
+int dist_command(const DistFlags& flags, bool all_reduce) {
+  namespace dist = torchprobe::dist;
+  const dist::DistEnv env = dist::env_from_environment();
+  if (flags.threads > 0) at::set_num_threads(flags.threads);
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeout_s * 1e3));
+  dist::ProcessGroup group(env, timeout);
+  std::string json, text;
+  if (all_reduce) {
+    const std::int64_t min_bytes = size_flag("--min-bytes", flags.min_bytes), max_bytes = size_flag("--max-bytes", flags.max_bytes);
+    if (min_bytes > max_bytes) throw torchprobe::InputError("--min-bytes is larger than --max-bytes");
+    const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations);
+    json = dist::all_reduce_json(group, rows);
+    text = dist::all_reduce_text(rows, group.world_size());
+  } else {
+    torchprobe::models::make_model(flags.model);  // an unknown model is an InputError before any step
+    const auto bucket = static_cast<std::int64_t>(flags.bucket_mib * (1 << 20));
+    const auto result = dist::distributed_train(group, flags.model, flags.batch, flags.steps, flags.warmup, bucket);
+    json = dist::train_json(result);
+    text = dist::train_text(result);
+  }
+  group.barrier();
+  if (group.rank() != 0) return 0;
+  text += fmt::format("  (LibTorch intra-op threads per rank: {})\n", at::get_num_threads());
+  if (!flags.out.empty()) {
+    torchprobe::report::write_text_file(flags.out, json + "\n");
+    std::fprintf(stderr, "torchprobe: wrote %s\n", flags.out.c_str());
+  }
+  std::printf("%s", flags.json ? (json + "\n").c_str() : text.c_str());
+  return 0;
+}
+
 int explain_command(const std::string& text_arg, bool json) {
   std::string text = text_arg;
   if (text.empty() || text == "-") {  // the message on stdin, e.g. a pasted traceback
@@ -295,6 +349,32 @@ int main(int argc, char** argv) {
   diagnose_memory_cmd->add_flag("--json", memory_flags.json, "Print the reports as JSON");
   diagnose_memory_cmd->add_flag("--child", memory_flags.child, "internal: the CPU probe's child process")->group("");
 
+  DistFlags dist_flags;
+  auto* dist = app.add_subcommand("dist", "One rank of a distributed job (torchrun's variables; scripts/launch.sh N)");
+  dist->require_subcommand(1);
+  auto* dist_allreduce = dist->add_subcommand("allreduce", "All-reduce sweep: time, algbw and busbw (nccl-tests' definitions)");
+  auto* dist_train = dist->add_subcommand("train", "Data-parallel training steps: per-rank and global images/s, scaling efficiency");
+  for (auto* cmd : {dist_allreduce, dist_train}) {
+    cmd->add_option("--timeout", dist_flags.timeout_s, "Seconds to wait for the store and the other ranks")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--threads", dist_flags.threads, "LibTorch intra-op threads per rank")->check(CLI::PositiveNumber);
+    cmd->add_flag("--json", dist_flags.json, "Rank 0 prints JSON");
+    cmd->add_option("--out", dist_flags.out, "Rank 0 also writes the JSON here");
+  }
+  dist_allreduce->add_option("--min-bytes", dist_flags.min_bytes, "Smallest message")->capture_default_str();
+  dist_allreduce->add_option("--max-bytes", dist_flags.max_bytes, "Largest message (sizes double)")->capture_default_str();
+  dist_allreduce->add_option("--iterations", dist_flags.iterations, "Timed calls per size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  dist_train->add_option("--model", dist_flags.model, "net or resnet18")->capture_default_str();
+  dist_train->add_option("--batch", dist_flags.batch, "Images per rank per step")->check(CLI::PositiveNumber)->capture_default_str();
+  dist_train->add_option("--steps", dist_flags.steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
+  dist_train->add_option("--warmup", dist_flags.warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  dist_train->add_option("--bucket-mib", dist_flags.bucket_mib, "All-reduce bucket size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
   std::string explain_text;
   bool explain_json = false;
   auto* explain = app.add_subcommand("explain", "Classify a PyTorch/LibTorch device or memory error message and explain it");
@@ -305,6 +385,8 @@ int main(int argc, char** argv) {
     if (*diagnose_memory_cmd) return diagnose_memory_command(memory_flags);
     if (*diagnose_device_cmd) return diagnose_device_command(scenario, diagnose_device, diagnose_json);
     if (*explain) return explain_command(explain_text, explain_json);
+    if (*dist_allreduce) return dist_command(dist_flags, /*all_reduce=*/true);
+    if (*dist_train) return dist_command(dist_flags, /*all_reduce=*/false);
     if (*report) return report_command(report_flags);
     if (*compare) return compare_command(compare_flags);
     return devices_command(devices_json, threads);

@@ -71,6 +71,7 @@ TrainStep::TrainStep(models::Classifier model, torch::Device device, StepOptions
   if (options_.cuda_graph) {
     const std::string reason = backend::capture_unsupported_reason(device_);
     if (!reason.empty()) throw InputError(reason);
+    if (options_.reduce_gradients) throw InputError("a CUDA-graph step cannot call a host-side gradient all-reduce");
   }
   model_->to(device_);
   model_->train();
@@ -184,6 +185,7 @@ torch::Tensor TrainStep::compute(const torch::Tensor& images, const torch::Tenso
   mark();
   {
     nvtx::Range range(phase_range(Phase::kOptimizer));
+    if (options_.reduce_gradients) options_.reduce_gradients(flat_grads_);
     if (scaler_) {
       const torch::Tensor found_inf = scaler_->unscale_(flat_grads_);
       masked_sgd_step(found_inf);

@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ struct StepOptions {
   /// it on for the other precisions too (tests, or bf16 users who want it).
   bool force_loss_scaling = false;
   LossScalerOptions scaler;
+  /// Data parallelism: called with the flat gradient buffer after backward and before the
+  /// update, to average it over the ranks in place (dist::ProcessGroup::average_). Not with graphs.
+  std::function<void(torch::Tensor&)> reduce_gradients;
 
   /// Plain SGD with these hyper-parameters, every variant at its default.
   static StepOptions sgd(double learning_rate, double momentum) {
@@ -86,6 +90,9 @@ class TrainStep {
 
   const torch::Device& device() const { return device_; }
   const StepOptions& options() const { return options_; }
+  /// Every parameter as one flat buffer (the parameters are views into it): broadcast it from
+  /// rank 0 so all ranks start equal.
+  torch::Tensor& flat_parameters() { return flat_params_; }
   /// The loss scaler, or nullptr when the step does not scale.
   const LossScaler* scaler() const { return scaler_ ? &*scaler_ : nullptr; }
   const models::Classifier& model() const { return model_; }

@@ -1,0 +1,48 @@
+#pragma once
+// Measurements on a process group: the all-reduce bandwidth sweep (nccl-tests' definitions) and
+// the data-parallel training step with its scaling efficiency. Every rank calls them together.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "torchprobe/dist/process_group.h"
+
+namespace torchprobe::dist {
+
+struct AllReduceRow {
+  std::int64_t bytes = 0;
+  double median_us = 0.0;  ///< per all-reduce: the slowest rank's median
+  double algbw_gbps = 0.0;  ///< bytes / time
+  double busbw_gbps = 0.0;  ///< algbw x 2(n-1)/n: what each link carries in a ring all-reduce
+};
+
+/// Sum all-reduces of float32 tensors from `min_bytes` to `max_bytes`, doubling; `iterations`
+/// timed calls per size after 2 warm-up calls.
+std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes,
+                                           int iterations);
+
+struct DistTrainResult {
+  std::string model;
+  int world_size = 1;
+  std::int64_t batch_per_rank = 0;
+  int steps = 0;
+  int all_reduce_calls_per_step = 0;
+  std::vector<double> rank_ms_per_step;  ///< median step time of each rank
+  double single_ms_per_step = 0.0;       ///< rank 0 alone, no all-reduce, the other ranks idle
+  double global_images_per_s = 0.0;      ///< world x batch / the slowest rank's step time
+  double single_images_per_s = 0.0;
+  double scaling_efficiency = 0.0;  ///< global / (world x single)
+};
+
+/// `warmup` + `steps` data-parallel steps of `model` on the CPU (each rank its own synthetic
+/// shard, weights broadcast from rank 0, gradients averaged in buckets), after the single-process
+/// baseline on rank 0. Returns the same result on every rank.
+DistTrainResult distributed_train(ProcessGroup& group, const std::string& model, std::int64_t batch_per_rank,
+                                  int steps, int warmup, std::int64_t bucket_bytes);
+
+std::string all_reduce_json(const ProcessGroup& group, const std::vector<AllReduceRow>& rows);
+std::string train_json(const DistTrainResult& result);
+std::string all_reduce_text(const std::vector<AllReduceRow>& rows, int world_size);
+std::string train_text(const DistTrainResult& result);
+
+}  // namespace torchprobe::dist

@@ -1,0 +1,170 @@
+#include "torchprobe/dist/process_group.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "torchprobe/input_error.h"
+
+namespace torchprobe::dist {
+namespace {
+
+const char* kTorchrunVariables = "torchrun sets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK";
+
+int integer_variable(const std::function<const char*(const char*)>& get, const char* name, int min, int max,
+                     std::optional<int> fallback) {
+  const char* text = get(name);
+  if (text == nullptr || *text == '\0') {
+    if (fallback) return *fallback;
+    throw InputError(fmt::format("{} is not set ({}; scripts/launch.sh N does too)", name, kTorchrunVariables));
+  }
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < min || value > max) {
+    throw InputError(fmt::format("{}={} is not an integer in [{}, {}]", name, text, min, max));
+  }
+  return static_cast<int>(value);
+}
+
+std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+std::string string_of(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
+
+/// c10::Error's message without LibTorch's C++ backtrace.
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+std::string seconds(std::chrono::milliseconds ms) { return fmt::format("{:.1f} s", static_cast<double>(ms.count()) / 1e3); }
+
+}  // namespace
+
+DistEnv env_from(const std::function<const char*(const char*)>& get) {
+  DistEnv env;
+  const char* addr = get("MASTER_ADDR");
+  if (addr == nullptr || *addr == '\0') {
+    throw InputError(fmt::format("MASTER_ADDR is not set ({}; scripts/launch.sh N does too)", kTorchrunVariables));
+  }
+  env.master_addr = addr;
+  env.master_port = integer_variable(get, "MASTER_PORT", 1, 65535, std::nullopt);
+  env.world_size = integer_variable(get, "WORLD_SIZE", 1, 1 << 20, std::nullopt);
+  env.rank = integer_variable(get, "RANK", 0, env.world_size - 1, std::nullopt);
+  env.local_rank = integer_variable(get, "LOCAL_RANK", 0, 1 << 20, env.rank);
+  return env;
+}
+
+DistEnv env_from_environment() { return env_from([](const char* name) { return std::getenv(name); }); }
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+};
+
+ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout) : env_(env), impl_(new Impl) {
+  const std::string who = fmt::format("rank {} of {}", env.rank, env.world_size);
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(env.master_port);
+  options.isServer = env.rank == 0;
+  options.numWorkers = static_cast<std::size_t>(env.world_size);
+  options.waitWorkers = false;  // membership is checked below, with a clear error
+  options.timeout = timeout;
+  try {
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format(
+        "{}: {} the rendezvous store at {} within {} ({}): {}", who,
+        env.rank == 0 ? "could not host" : "could not reach", env.endpoint(), seconds(timeout),
+        env.rank == 0 ? "is the port free and MASTER_ADDR an address of this host?"
+                      : "is rank 0 running, and are MASTER_ADDR and MASTER_PORT the same for every rank?",
+        message_of(e)));
+  }
+  // Every rank publishes its WORLD_SIZE; each compares with rank 0's, and rank 0 with everyone's.
+  impl_->store->set(fmt::format("torchprobe/world_size/{}", env.rank), bytes_of(std::to_string(env.world_size)));
+  const auto world_of = [&](int rank) {
+    return std::stoi(string_of(impl_->store->get(fmt::format("torchprobe/world_size/{}", rank))));
+  };
+  // Rank 0 hosts the store: it waits until every rank has read its WORLD_SIZE before it goes on or
+  // throws, so a peer sees the mismatch message rather than a broken pipe from a vanished store.
+  const auto checked_key = [](int rank) { return fmt::format("torchprobe/world_size_checked/{}", rank); };
+  try {
+    if (env.rank == 0) {
+      std::vector<std::string> keys, checked;
+      for (int r = 1; r < env.world_size; ++r) keys.push_back(fmt::format("torchprobe/world_size/{}", r));
+      for (int r = 1; r < env.world_size; ++r) checked.push_back(checked_key(r));
+      if (!keys.empty()) impl_->store->wait(keys, timeout);
+      std::string mismatch;
+      for (int r = 1; r < env.world_size && mismatch.empty(); ++r) {
+        if (world_of(r) != env.world_size) {
+          mismatch = fmt::format("WORLD_SIZE mismatch: rank 0 was started with {} and rank {} with {}", env.world_size,
+                                 r, world_of(r));
+        }
+      }
+      if (!checked.empty()) impl_->store->wait(checked, timeout);
+      if (!mismatch.empty()) throw InputError(mismatch);
+    } else {
+      impl_->store->wait({"torchprobe/world_size/0"}, timeout);
+      const int world_of_0 = world_of(0);
+      impl_->store->set(checked_key(env.rank), bytes_of("1"));
+      if (world_of_0 != env.world_size) {
+        throw InputError(fmt::format("WORLD_SIZE mismatch: rank {} was started with {} and rank 0 with {}", env.rank,
+                                     env.world_size, world_of_0));
+      }
+    }
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string missing;
+    for (int r = 0; r < env.world_size; ++r) {
+      if (!impl_->store->check({fmt::format("torchprobe/world_size/{}", r)})) {
+        missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+      }
+    }
+    throw std::runtime_error(fmt::format("{}: not every rank joined at {} within {} (missing: rank {}; not started, "
+                                         "or started with another MASTER_ADDR/MASTER_PORT?): {}", who, env.endpoint(),
+                                         seconds(timeout), missing.empty() ? "?" : missing, message_of(e)));
+  }
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create();
+  gloo_options->timeout = timeout;
+  gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr == "localhost" ? "127.0.0.1" : env.master_addr));
+  impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, gloo_options);
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+int ProcessGroup::average_(torch::Tensor& flat, std::int64_t bucket_bytes) {
+  if (flat.dim() != 1 || !flat.is_contiguous()) throw std::invalid_argument("average_: expected a contiguous 1-D tensor");
+  if (bucket_bytes < flat.element_size()) throw InputError(fmt::format("bucket size {} B is below one element", bucket_bytes));
+  const std::int64_t per_bucket = bucket_bytes / flat.element_size();
+  std::vector<std::vector<at::Tensor>> buckets;
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  for (std::int64_t start = 0; start < flat.numel(); start += per_bucket) {
+    buckets.push_back({flat.narrow(0, start, std::min(per_bucket, flat.numel() - start))});
+    pending.push_back(impl_->gloo->allreduce(buckets.back()));
+  }
+  for (auto& work : pending) work->wait();
+  flat.div_(env_.world_size);
+  return static_cast<int>(pending.size());
+}
+
+void ProcessGroup::all_reduce_sum_(torch::Tensor& tensor) {
+  std::vector<at::Tensor> tensors = {tensor};
+  impl_->gloo->allreduce(tensors)->wait();
+}
+
+void ProcessGroup::broadcast_(torch::Tensor& tensor, int root) {
+  std::vector<at::Tensor> tensors = {tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  impl_->gloo->broadcast(tensors, options)->wait();
+}
+
+void ProcessGroup::barrier() { impl_->gloo->barrier()->wait(); }
+
+}  // namespace torchprobe::dist

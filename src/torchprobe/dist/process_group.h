@@ -1,0 +1,64 @@
+#pragma once
+// Data-parallel training across processes on PyTorch's own c10d: a TCPStore rendezvous with
+// torchrun's environment conventions, and a Gloo process group (CPU tensors).
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+namespace torchprobe::dist {
+
+/// Where and who this process is, as torchrun sets it.
+struct DistEnv {
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string endpoint() const { return master_addr + ":" + std::to_string(master_port); }
+};
+
+/// Reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK through `get` (getenv by
+/// default). Throws InputError naming the variable that is missing or invalid.
+DistEnv env_from(const std::function<const char*(const char*)>& get);
+DistEnv env_from_environment();
+
+/// Bytes per all-reduce bucket by default: DistributedDataParallel's bucket_cap_mb of 25 MiB.
+constexpr std::int64_t kDefaultBucketBytes = 25ll << 20;
+
+/// One process's membership of a process group. Joining checks that every rank was started with
+/// the same WORLD_SIZE before the collective backend is created, so a mismatch is an error
+/// naming the ranks instead of a hang. Collectives block until done.
+class ProcessGroup {
+ public:
+  /// Rank 0 hosts the store at env.endpoint(); the others connect to it. Throws std::runtime_error
+  /// naming the endpoint when the store cannot be reached, or a rank does not join, within `timeout`.
+  ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  const DistEnv& env() const { return env_; }
+
+  /// Averages a contiguous 1-D tensor over the ranks in place: all-reduce (sum) of consecutive
+  /// views of at most `bucket_bytes`, queued together and then awaited, then divided by the world size.
+  /// Returns the number of all-reduce calls.
+  int average_(torch::Tensor& flat, std::int64_t bucket_bytes = kDefaultBucketBytes);
+  /// Sum all-reduce of one tensor (the benchmark's unit of work).
+  void all_reduce_sum_(torch::Tensor& tensor);
+  /// Copies rank `root`'s values of a tensor to every rank.
+  void broadcast_(torch::Tensor& tensor, int root = 0);
+  void barrier();
+
+ private:
+  struct Impl;
+  DistEnv env_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace torchprobe::dist

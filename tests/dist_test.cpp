@@ -1,0 +1,172 @@
+#include "torchprobe/dist/process_group.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <torch/utils.h>
+#include <unistd.h>
+
+#include <exception>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "test_util.h"
+#include "torchprobe/input_error.h"
+#include "torchprobe/models/registry.h"
+#include "torchprobe/train/train_step.h"
+
+using namespace torchprobe;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A TCP port that was free a moment ago (bind to port 0, read it, close).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("free_port: no port");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+dist::DistEnv env_for(int port, int rank, int world) {
+  dist::DistEnv env;
+  env.master_addr = "127.0.0.1";
+  env.master_port = port;
+  env.rank = env.local_rank = rank;
+  env.world_size = world;
+  return env;
+}
+
+/// Runs `body(rank)` on `world` threads, each a rank; rethrows the first failure.
+template <typename Body>
+void run_ranks(int world, Body body) {
+  std::vector<std::future<void>> ranks;
+  for (int r = 0; r < world; ++r) ranks.push_back(std::async(std::launch::async, body, r));
+  for (auto& f : ranks) f.get();
+}
+
+}  // namespace
+
+TEST(DistEnv, ReadsTorchrunVariables) {
+  const std::map<std::string, std::string> vars = {
+      {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "29501"}, {"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}};
+  const auto get = [&](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  const dist::DistEnv env = dist::env_from(get);
+  EXPECT_EQ(env.endpoint(), "10.0.0.7:29501");
+  EXPECT_EQ(env.rank, 3);
+  EXPECT_EQ(env.world_size, 8);
+  EXPECT_EQ(env.local_rank, 1);
+}
+
+TEST(DistEnv, NamesTheMissingOrInvalidVariable) {
+  std::map<std::string, std::string> vars = {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"WORLD_SIZE", "2"}};
+  const auto get = [&](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_THROW_WITH(dist::env_from(get), InputError, "RANK is not set (torchrun sets MASTER_ADDR, MASTER_PORT");
+  vars["RANK"] = "2";
+  EXPECT_THROW_WITH(dist::env_from(get), InputError, "RANK=2 is not an integer in [0, 1]");
+  vars["RANK"] = "1";
+  vars["MASTER_PORT"] = "http";
+  EXPECT_THROW_WITH(dist::env_from(get), InputError, "MASTER_PORT=http is not an integer in [1, 65535]");
+  vars["MASTER_PORT"] = "29500";
+  EXPECT_EQ(dist::env_from(get).local_rank, 1) << "LOCAL_RANK defaults to RANK";
+}
+
+TEST(Gloo, TwoRanksAverageInBuckets) {
+  const int port = free_port();
+  std::vector<torch::Tensor> results(2);
+  run_ranks(2, [&](int rank) {
+    dist::ProcessGroup group(env_for(port, rank, 2), 20s);
+    torch::Tensor grads = torch::arange(1000, torch::kFloat32) * static_cast<float>(rank + 1);
+    // 1000 floats in 256-byte buckets: 16 all-reduce calls.
+    EXPECT_EQ(group.average_(grads, /*bucket_bytes=*/256), 16);
+    results[static_cast<size_t>(rank)] = grads;
+  });
+  EXPECT_TRUE(torch::equal(results[0], results[1])) << "every rank holds the same average";
+  EXPECT_TRUE(torch::allclose(results[0], torch::arange(1000, torch::kFloat32) * 1.5f));
+}
+
+TEST(Gloo, DataParallelStepsMatchOneProcessOnTheCombinedBatch) {
+  // Two ranks, each with half of a batch of 16, start from rank 0's weights (broadcast) and
+  // average gradients every step: the same arithmetic as one process on all 16 images.
+  const auto full = std::make_shared<const data::Dataset>(data::make_synthetic(16, 21));
+  const int steps = 3;
+  std::vector<torch::Tensor> params(2);
+  std::vector<torch::Tensor> before(2), initial(2);
+  std::vector<std::vector<float>> losses(2);
+  const int port = free_port();
+  run_ranks(2, [&](int rank) {
+    dist::ProcessGroup group(env_for(port, rank, 2), 20s);
+    // Both threads draw initial weights from the one global generator, so they differ: the broadcast
+    // must make them equal.
+    train::StepOptions options = train::StepOptions::sgd(0.05, 0.9);
+    options.reduce_gradients = [&group](torch::Tensor& grads) { group.average_(grads, /*bucket_bytes=*/16 << 10); };
+    train::TrainStep step(models::make_model("net"), torch::Device(torch::kCPU), options);
+    before[static_cast<size_t>(rank)] = step.flat_parameters().clone();
+    group.broadcast_(step.flat_parameters(), /*root=*/0);
+    initial[static_cast<size_t>(rank)] = step.flat_parameters().clone();
+    auto half = std::make_shared<const data::Dataset>(
+        data::Dataset{full->images.narrow(0, 8 * rank, 8).clone(), full->labels.narrow(0, 8 * rank, 8).clone(), "half"});
+    data::Batcher batcher(half, 8, /*pinned=*/false, /*seed=*/0, /*ring_size=*/1, /*shuffle=*/false);
+    for (int i = 0; i < steps; ++i) losses[static_cast<size_t>(rank)].push_back(step.run(batcher.next()).item<float>());
+    params[static_cast<size_t>(rank)] = step.flat_parameters().clone();
+  });
+  ASSERT_FALSE(torch::equal(before[0], before[1])) << "the ranks start from different weights";
+  EXPECT_TRUE(torch::equal(initial[0], initial[1])) << "rank 0's weights were broadcast";
+  EXPECT_TRUE(torch::equal(initial[0], before[0]));
+  EXPECT_TRUE(torch::equal(params[0], params[1])) << "parameters are identical on every rank";
+
+  train::TrainStep single(models::make_model("net"), torch::Device(torch::kCPU), train::StepOptions::sgd(0.05, 0.9));
+  single.flat_parameters().copy_(initial[0]);  // rank 0's starting weights
+  data::Batcher batcher(full, 16, false, 0, 1, false);
+  for (int i = 0; i < steps; ++i) {
+    const float loss = single.run(batcher.next()).item<float>();
+    EXPECT_NEAR(loss, (losses[0][static_cast<size_t>(i)] + losses[1][static_cast<size_t>(i)]) / 2, 1e-5) << "step " << i;
+  }
+  EXPECT_TRUE(torch::allclose(params[0], single.flat_parameters(), /*rtol=*/1e-5, /*atol=*/1e-6));
+}
+
+TEST(Gloo, AnUnreachableStoreTimesOutNamingTheEndpoint) {
+  const int port = free_port();  // nobody listens there
+  EXPECT_THROW_WITH(dist::ProcessGroup(env_for(port, 1, 2), 1500ms), std::runtime_error,
+                    "rank 1 of 2: could not reach the rendezvous store at 127.0.0.1:" + std::to_string(port) +
+                        " within 1.5 s");
+}
+
+TEST(Gloo, AMissingPeerTimesOutOnRankZero) {
+  const int port = free_port();
+  EXPECT_THROW_WITH(dist::ProcessGroup(env_for(port, 0, 2), 1500ms), std::runtime_error,
+                    "rank 0 of 2: not every rank joined at 127.0.0.1:" + std::to_string(port) + " within 1.5 s (missing: rank 1;");
+}
+
+TEST(Gloo, MismatchedWorldSizesAreReportedNotHungOn) {
+  const int port = free_port();
+  std::vector<std::string> errors(2);
+  run_ranks(2, [&](int rank) {
+    try {
+      dist::ProcessGroup group(env_for(port, rank, rank == 0 ? 2 : 3), 5s);
+    } catch (const std::exception& e) {
+      errors[static_cast<size_t>(rank)] = e.what();
+    }
+  });
+  EXPECT_NE(errors[0].find("WORLD_SIZE mismatch: rank 0 was started with 2 and rank 1 with 3"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("WORLD_SIZE mismatch: rank 1 was started with 3 and rank 0 with 2"), std::string::npos)
+      << errors[1];
+}

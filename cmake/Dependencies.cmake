@@ -32,6 +32,17 @@ else()
   set(TORCHPROBE_HAS_CUDA OFF)
 endif()
 message(STATUS "torchprobe: LibTorch ${Torch_VERSION}, CUDA support: ${TORCHPROBE_HAS_CUDA}")
+# NCCL (c10d's ProcessGroupNCCL, CUDA builds only): LibTorch carries the process group, its header
+# needs nccl.h: pip's nvidia-nccl wheel next to torch/, or the CUDA toolkit's.
+set(TORCHPROBE_HAS_NCCL OFF)
+if(TORCHPROBE_HAS_CUDA)
+  find_path(TORCHPROBE_NCCL_INCLUDE_DIR nccl.h
+    HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" "${CUDAToolkit_INCLUDE_DIRS}" /usr/local/cuda/include)
+  if(TORCHPROBE_NCCL_INCLUDE_DIR)
+    set(TORCHPROBE_HAS_NCCL ON)
+  endif()
+endif()
+message(STATUS "torchprobe: NCCL process group: ${TORCHPROBE_HAS_NCCL} ${TORCHPROBE_NCCL_INCLUDE_DIR}")
 
 # Header-only: pip's LibTorch ships its own fmt headers ahead of the system ones on the include
 # path, so linking a prebuilt libfmt could mix two fmt versions. Header-only is always consistent.

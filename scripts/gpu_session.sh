@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU-dependent issues need, in one call on a GPU host (e.g. a lent device machine):
 # inventory, the gpu-labelled tests, the device diagnostics, the quick suite, the training-variant
-# sweep and the op suite's GPU checks, each written to OUT_DIR with a report. Needs an existing build tree (scripts/test.sh
+# sweep, the op suite's GPU checks and the NCCL / data_parallel runs, each written to OUT_DIR with a report. Needs an existing build tree (scripts/test.sh
 # --flavour cuda, or ../shared/gpu/prepare.sh + .gpu/build.sh, which builds build-gpu/).
 # Usage: scripts/gpu_session.sh OUT_DIR
 #   TORCHPROBE_BUILD_DIR  build tree (default: build-gpu, else build-cuda)
@@ -52,6 +52,21 @@ step ops_cold "$bench" --devices "$devices" --suites op --op-set core --ops matm
   --benchmark_repetitions=3 --benchmark_out="$out/ops_cold.json" --benchmark_out_format=json
 step ops_full_conv "$bench" --devices "$devices" --suites op --op-set all --ops conv2d --benchmark_min_time=0.1 \
   --benchmark_out="$out/ops_conv.json" --benchmark_out_format=json
+# Distributed (issue 9): NCCL all-reduce sweep and data-parallel steps with one rank per GPU, and
+# torch::nn::parallel::data_parallel in one process when there are two GPUs or more. JSON under OUT/dist/.
+gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"; gpus="${gpus:-0}"
+if (( gpus > 0 )); then
+  mkdir -p "$out/dist"
+  step nccl_allreduce "$root/scripts/launch.sh" "$gpus" "$tp" dist allreduce --device cuda --out "$out/dist/nccl_allreduce.json"
+  for model in net resnet18; do
+    step "nccl_train_$model" "$root/scripts/launch.sh" "$gpus" "$tp" dist train --device cuda --model "$model" --batch 128 \
+      --steps 30 --warmup 5 --out "$out/dist/nccl_train_$model.json"
+    if (( gpus > 1 )); then
+      step "data_parallel_$model" "$tp" dist dataparallel --model "$model" --batch 128 --steps 30 --warmup 5 \
+        --threads "$gpus" --out "$out/dist/data_parallel_$model.json"
+    fi
+  done
+fi
 for json in "$out"/*.json; do
   case "$json" in *devices.json|*diagnose_device.json|*diagnose_memory.json) continue ;; esac
   name="$(basename "$json" .json)"

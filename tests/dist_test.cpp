@@ -13,6 +13,9 @@
 #include <thread>
 
 #include "test_util.h"
+#include "torchprobe/backend.h"
+#include "torchprobe/backend_c10d.h"
+#include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
@@ -169,4 +172,46 @@ TEST(Gloo, MismatchedWorldSizesAreReportedNotHungOn) {
       << errors[0];
   EXPECT_NE(errors[1].find("WORLD_SIZE mismatch: rank 1 was started with 3 and rank 0 with 2"), std::string::npos)
       << errors[1];
+}
+
+TEST(DataParallel, ExplainsWhyItCannotRunHere) {
+  // On a host without GPUs (CI) both builds refuse with a reason: a CPU-only LibTorch, or no such device.
+  if (backend::cuda_device_count() > 0) GTEST_SKIP() << "this host has a GPU: Gpu.DataParallel* cover it";
+  const std::string reason = backend::data_parallel_unsupported_reason({torch::Device(torch::kCUDA, 0)});
+  EXPECT_TRUE(reason.find("CPU-only") != std::string::npos || reason.find("cuda:0 does not exist") != std::string::npos)
+      << reason;
+  train::StepOptions options;
+  options.data_parallel = {torch::Device(torch::kCUDA, 0)};
+  EXPECT_THROW_WITH(train::TrainStep(models::make_model("net"), torch::Device(torch::kCPU), options), InputError, reason);
+  EXPECT_THROW_WITH(dist::data_parallel_train("net", {torch::Device(torch::kCUDA, 0)}, 8, 1, 0), InputError, reason);
+}
+
+TEST(DataParallel, DeviceListsAreParsedAndChecked) {
+  const auto devices = backend::parse_cuda_devices("0,cuda:2");
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0], torch::Device(torch::kCUDA, 0));
+  EXPECT_EQ(devices[1], torch::Device(torch::kCUDA, 2));
+  EXPECT_THROW_WITH(backend::parse_cuda_devices("0,,1"), InputError, "bad device list '0,,1'");
+  EXPECT_THROW_WITH(backend::parse_cuda_devices("gpu0"), InputError, "expected all, or CUDA indices");
+  if (backend::cuda_compiled()) {
+    EXPECT_EQ(backend::parse_cuda_devices("1,1").size(), 2u) << "parsed as given; the check below rejects it";
+    EXPECT_NE(backend::data_parallel_unsupported_reason({torch::Device(torch::kCUDA, 0), torch::Device(torch::kCUDA, 0)}),
+              "");
+  }
+  EXPECT_NE(backend::data_parallel_unsupported_reason({}), "");
+  EXPECT_NE(backend::data_parallel_unsupported_reason({torch::Device(torch::kCPU)}), "");
+  if (backend::cuda_device_count() == 0) {
+    EXPECT_THROW_WITH(backend::parse_cuda_devices("all"), InputError, "no CUDA device for data_parallel");
+  }
+}
+
+TEST(Nccl, ACudaRankWithoutNcclOrGpuIsAnInputErrorBeforeAnyRendezvous) {
+  if (backend::cuda_device_count() > 0) GTEST_SKIP() << "this host has a GPU: Gpu.Nccl* cover it";
+  const int port = free_port();  // nobody listens: a rendezvous attempt would time out instead
+  const torch::Device cuda(torch::kCUDA, 0);
+  EXPECT_THROW_WITH(dist::ProcessGroup(env_for(port, 1, 2), 60s, cuda), InputError,
+                    backend::nccl_unsupported_reason(cuda));
+  EXPECT_THROW_WITH(dist::rank_device(env_for(port, 0, 1), "cuda"), InputError, "--device cuda: no CUDA device");
+  EXPECT_EQ(dist::rank_device(env_for(port, 0, 1), "cpu"), torch::Device(torch::kCPU));
+  EXPECT_THROW_WITH(dist::rank_device(env_for(port, 0, 1), "tpu"), InputError, "unknown device kind 'tpu'");
 }

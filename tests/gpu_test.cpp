@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "torchprobe/backend.h"
 #include "torchprobe/device.h"
+#include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
 
@@ -159,4 +161,46 @@ TEST_F(Gpu, Bf16AndCudnnAutotuningMatchFp32) {
   const auto bf16 = run_gpu_variant("resnet18", gpu, gpu_variant(train::Precision::kBf16, train::Layout::kChannelsLast, false), 1);
   EXPECT_NEAR(bf16.losses[0], fp32.losses[0], 0.02 * fp32.losses[0]);
   EXPECT_LT(relative_update_error(bf16, fp32), 0.5);
+}
+
+TEST_F(Gpu, DataParallelStepMatchesTheOneDeviceStep) {
+  // torch::nn::parallel::data_parallel over every GPU (with one GPU its single-device path): the
+  // same arithmetic as the plain step on the whole batch (net has no BatchNorm, whose per-replica
+  // batch statistics would differ).
+  const auto devices = backend::parse_cuda_devices("all");
+  const std::int64_t batch = 8 * static_cast<std::int64_t>(devices.size());
+  auto ds = std::make_shared<const data::Dataset>(data::make_synthetic(batch, 6));
+  std::vector<float> losses;
+  std::vector<torch::Tensor> weights;
+  for (const bool parallel : {false, true}) {
+    torch::manual_seed(9);
+    train::StepOptions options = train::StepOptions::sgd(0.05, 0.9);
+    if (parallel) options.data_parallel = devices;
+    train::TrainStep step(models::make_model("net"), gpu, options);
+    data::Batcher batcher(ds, batch, true, 0, 2, /*shuffle=*/false);
+    torch::Tensor loss;
+    for (int i = 0; i < 3; ++i) loss = step.run(batcher.next());
+    losses.push_back(loss.item<float>());
+    weights.push_back(step.flat_parameters().cpu());
+  }
+  EXPECT_NEAR(losses[0], losses[1], 1e-4);
+  EXPECT_TRUE(torch::allclose(weights[0], weights[1], /*rtol=*/1e-4, /*atol=*/1e-5));
+}
+
+TEST_F(Gpu, NcclWithWorldSizeOneAveragesAndTrains) {
+  dist::DistEnv env;
+  env.master_port = 29641;
+  dist::ProcessGroup group(env, std::chrono::seconds(60), gpu);
+  EXPECT_EQ(group.backend_name(), "nccl");
+  torch::Tensor flat = torch::arange(1 << 20, torch::TensorOptions().dtype(torch::kFloat32).device(gpu));
+  EXPECT_EQ(group.average_(flat, /*bucket_bytes=*/1 << 20), 4);
+  EXPECT_TRUE(torch::equal(flat.cpu(), torch::arange(1 << 20, torch::kFloat32)));
+  const auto rows = dist::all_reduce_sweep(group, 1 << 10, 1 << 20, 3);
+  ASSERT_EQ(rows.size(), 11u);
+  for (const auto& r : rows) EXPECT_GT(r.median_us, 0.0) << r.bytes;
+  const dist::DistTrainResult train = dist::distributed_train(group, "net", 32, 3, 1, dist::kDefaultBucketBytes);
+  EXPECT_EQ(train.engine, "nccl");
+  EXPECT_EQ(train.all_reduce_calls_per_step, 1);
+  EXPECT_GT(train.global_images_per_s, 0.0);
+  group.barrier();
 }

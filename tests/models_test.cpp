@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include <torch/utils.h>
+
 #include "test_util.h"
 #include "torchprobe/error.h"
 
@@ -54,4 +56,47 @@ TEST(Models, ResNet18IsTheCifarVariant) {
 TEST(Models, RegistryListsBothAndRejectsUnknownNames) {
   EXPECT_EQ(model_names(), (std::vector<std::string>{"net", "resnet18"}));
   EXPECT_THROW_WITH(make_model("vgg"), InputError, "unknown model 'vgg' (known: net, resnet18)");
+}
+
+TEST(Models, CloneIsADeepCopyWithTheSameValuesAndMode) {
+  // data_parallel replicates models with clone(): every replica must compute what the original does.
+  for (const auto& name : model_names()) {
+    SCOPED_TRACE(name);
+    torch::manual_seed(3);
+    Classifier original = make_model(name);
+    const torch::Tensor x = torch::randn({4, 3, 32, 32});
+    original->forward(x);  // a train-mode forward moves BatchNorm's running statistics: they must be copied too
+    original->eval();
+    const auto copy = std::dynamic_pointer_cast<ClassifierImpl>(original->clone());
+    ASSERT_NE(copy, nullptr);
+    EXPECT_FALSE(copy->is_training()) << "the mode is copied";
+    EXPECT_TRUE(torch::equal(copy->forward(x), original->forward(x)));
+
+    const auto originals = original->named_parameters();
+    for (const auto& item : copy->named_parameters()) {
+      EXPECT_NE(item.value().data_ptr(), originals[item.key()].data_ptr()) << item.key() << " shares storage";
+      EXPECT_TRUE(item.value().requires_grad()) << item.key();
+    }
+    const auto buffers = original->named_buffers();
+    for (const auto& item : copy->named_buffers()) {
+      EXPECT_TRUE(torch::equal(item.value(), buffers[item.key()])) << item.key();
+    }
+    torch::NoGradGuard no_grad;
+    for (auto& p : copy->parameters()) p.zero_();
+    EXPECT_FALSE(torch::equal(copy->forward(x), original->forward(x))) << "changing the copy leaves the original alone";
+  }
+}
+
+TEST(Models, CloneKeepsChannelsLastWeights) {
+  Classifier original = make_model("resnet18");
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : original->parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+    }
+  }
+  const auto copy = std::dynamic_pointer_cast<ClassifierImpl>(original->clone(torch::Device(torch::kCPU)));
+  const torch::Tensor w = copy->named_parameters()["conv1.weight"];
+  EXPECT_TRUE(w.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(torch::equal(w, original->named_parameters()["conv1.weight"]));
 }

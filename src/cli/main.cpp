@@ -19,6 +19,7 @@
 #include "diagnostics/memory_probe.h"
 #include "diagnostics/oom.h"
 #include "diagnostics/scenarios.h"
+#include "torchprobe/backend.h"
 #include "torchprobe/cli_support.h"
 #include "torchprobe/device.h"
 #include "torchprobe/dist/dist_bench.h"
@@ -224,9 +225,21 @@ struct DistFlags {
   double bucket_mib = 25.0;
   double timeout_s = 60.0;
   int threads = 0;
+  std::string device = "cpu";      ///< per rank: cpu (Gloo) or cuda (cuda:LOCAL_RANK, NCCL)
+  std::string devices = "all";     ///< data_parallel's devices
   bool json = false;
   std::string out;
 };
+
+/// Rank 0's (or the one process's) output: text or JSON on stdout, the JSON also to --out.
+void print_dist(const DistFlags& flags, const std::string& json, std::string text) {
+  text += fmt::format("  (LibTorch intra-op threads: {})\n", at::get_num_threads());
+  if (!flags.out.empty()) {
+    torchprobe::report::write_text_file(flags.out, json + "\n");
+    std::fprintf(stderr, "torchprobe: wrote %s\n", flags.out.c_str());
+  }
+  std::printf("%s", flags.json ? (json + "\n").c_str() : text.c_str());
+}
 
 std::int64_t size_flag(const std::string& flag, const std::string& text) {
   const auto bytes = torchprobe::diagnostics::parse_size(text);
@@ -241,14 +254,14 @@ int dist_command(const DistFlags& flags, bool all_reduce) {
   const dist::DistEnv env = dist::env_from_environment();
   if (flags.threads > 0) at::set_num_threads(flags.threads);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeout_s * 1e3));
-  dist::ProcessGroup group(env, timeout);
+  dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
   std::string json, text;
   if (all_reduce) {
     const std::int64_t min_bytes = size_flag("--min-bytes", flags.min_bytes), max_bytes = size_flag("--max-bytes", flags.max_bytes);
     if (min_bytes > max_bytes) throw torchprobe::InputError("--min-bytes is larger than --max-bytes");
     const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations);
     json = dist::all_reduce_json(group, rows);
-    text = dist::all_reduce_text(rows, group.world_size());
+    text = dist::all_reduce_text(group, rows);
   } else {
     torchprobe::models::make_model(flags.model);  // an unknown model is an InputError before any step
     const auto bucket = static_cast<std::int64_t>(flags.bucket_mib * (1 << 20));
@@ -257,13 +270,18 @@ int dist_command(const DistFlags& flags, bool all_reduce) {
     text = dist::train_text(result);
   }
   group.barrier();
-  if (group.rank() != 0) return 0;
-  text += fmt::format("  (LibTorch intra-op threads per rank: {})\n", at::get_num_threads());
-  if (!flags.out.empty()) {
-    torchprobe::report::write_text_file(flags.out, json + "\n");
-    std::fprintf(stderr, "torchprobe: wrote %s\n", flags.out.c_str());
-  }
-  std::printf("%s", flags.json ? (json + "\n").c_str() : text.c_str());
+  if (group.rank() == 0) print_dist(flags, json, text);
+  return 0;
+}
+
+/// `torchprobe dist dataparallel`: one process, torch::nn::parallel::data_parallel over its GPUs.
+int data_parallel_command(const DistFlags& flags) {
+  namespace dist = torchprobe::dist;
+  if (flags.threads > 0) at::set_num_threads(flags.threads);
+  torchprobe::models::make_model(flags.model);  // an unknown model is an InputError before any step
+  const auto devices = torchprobe::backend::parse_cuda_devices(flags.devices);
+  const auto result = dist::data_parallel_train(flags.model, devices, flags.batch, flags.steps, flags.warmup);
+  print_dist(flags, dist::train_json(result), dist::train_text(result));
   return 0;
 }
 
@@ -354,23 +372,35 @@ int main(int argc, char** argv) {
   dist->require_subcommand(1);
   auto* dist_allreduce = dist->add_subcommand("allreduce", "All-reduce sweep: time, algbw and busbw (nccl-tests' definitions)");
   auto* dist_train = dist->add_subcommand("train", "Data-parallel training steps: per-rank and global images/s, scaling efficiency");
+  auto* dist_dp = dist->add_subcommand(
+      "dataparallel", "One process: torch::nn::parallel::data_parallel training steps over several GPUs, scaling efficiency");
   for (auto* cmd : {dist_allreduce, dist_train}) {
     cmd->add_option("--timeout", dist_flags.timeout_s, "Seconds to wait for the store and the other ranks")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    cmd->add_option("--threads", dist_flags.threads, "LibTorch intra-op threads per rank")->check(CLI::PositiveNumber);
-    cmd->add_flag("--json", dist_flags.json, "Rank 0 prints JSON");
-    cmd->add_option("--out", dist_flags.out, "Rank 0 also writes the JSON here");
+    cmd->add_option("--device", dist_flags.device, "cpu (Gloo) or cuda (cuda:LOCAL_RANK, NCCL)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
   }
+  for (auto* cmd : {dist_allreduce, dist_train, dist_dp}) {
+    cmd->add_option("--threads", dist_flags.threads, "LibTorch intra-op threads per process")->check(CLI::PositiveNumber);
+    cmd->add_flag("--json", dist_flags.json, "Print JSON (rank 0)");
+    cmd->add_option("--out", dist_flags.out, "Also write the JSON here (rank 0)");
+  }
+  dist_dp->add_option("--devices", dist_flags.devices, "all, or CUDA indices such as 0,1")->capture_default_str();
   dist_allreduce->add_option("--min-bytes", dist_flags.min_bytes, "Smallest message")->capture_default_str();
   dist_allreduce->add_option("--max-bytes", dist_flags.max_bytes, "Largest message (sizes double)")->capture_default_str();
   dist_allreduce->add_option("--iterations", dist_flags.iterations, "Timed calls per size")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  dist_train->add_option("--model", dist_flags.model, "net or resnet18")->capture_default_str();
-  dist_train->add_option("--batch", dist_flags.batch, "Images per rank per step")->check(CLI::PositiveNumber)->capture_default_str();
-  dist_train->add_option("--steps", dist_flags.steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
-  dist_train->add_option("--warmup", dist_flags.warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  for (auto* cmd : {dist_train, dist_dp}) {
+    cmd->add_option("--model", dist_flags.model, "net or resnet18")->capture_default_str();
+    cmd->add_option("--batch", dist_flags.batch, "Images per rank (per device) per step")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--steps", dist_flags.steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--warmup", dist_flags.warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  }
   dist_train->add_option("--bucket-mib", dist_flags.bucket_mib, "All-reduce bucket size")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -387,6 +417,7 @@ int main(int argc, char** argv) {
     if (*explain) return explain_command(explain_text, explain_json);
     if (*dist_allreduce) return dist_command(dist_flags, /*all_reduce=*/true);
     if (*dist_train) return dist_command(dist_flags, /*all_reduce=*/false);
+    if (*dist_dp) return data_parallel_command(dist_flags);
     if (*report) return report_command(report_flags);
     if (*compare) return compare_command(compare_flags);
     return devices_command(devices_json, threads);

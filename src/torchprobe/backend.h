@@ -10,6 +10,10 @@
 
 #include <torch/types.h>
 
+namespace torchprobe::models {
+class ClassifierImpl;
+}
+
 namespace torchprobe::backend {
 
 /// True when this binary was built against a CUDA-enabled LibTorch.
@@ -162,6 +166,21 @@ std::unique_ptr<CapturedWork> capture_work(const torch::Device& device, const st
                                            int warmup_runs);
 /// Why capture_work cannot run on the device ("" when it can).
 std::string capture_unsupported_reason(const torch::Device& device);
+
+/// The forward of `model` through LibTorch's torch::nn::parallel::data_parallel: the batch is
+/// scattered over `devices` (dimension 0), the model replicated onto each (Module::clone, on
+/// every call), the replicas run on at::parallel_for's threads, and the outputs gathered on
+/// devices.front(). Backward sums the replicas' gradients into `model`'s parameters (which must
+/// live on devices.front()). In-place buffer updates (BatchNorm running statistics) in the
+/// replicas are lost, as in LibTorch. CUDA builds only: throws InputError otherwise.
+torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl>& model, const torch::Tensor& input,
+                                    const std::vector<torch::Device>& devices);
+/// Why data_parallel_forward cannot run over `devices` ("" when it can): a CUDA build, at least
+/// one device, every one an existing CUDA device, none twice.
+std::string data_parallel_unsupported_reason(const std::vector<torch::Device>& devices);
+/// Every CUDA device of this process, in order ("all" for data_parallel), or those listed in
+/// `spec` ("0,1" or "cuda:0,cuda:1"). Throws InputError naming a bad entry.
+std::vector<torch::Device> parse_cuda_devices(const std::string& spec);
 
 /// Whether tensors headed for this device should be staged in pinned host memory.
 bool wants_pinned_staging(const torch::Device& device);

@@ -4,7 +4,9 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -300,6 +302,56 @@ std::unique_ptr<CapturedWork> capture_work(const torch::Device& device, const st
   const std::string reason = capture_unsupported_reason(device);
   if (!reason.empty()) throw InputError(reason);
   return detail::capture_work(cuda_index(device), body, warmup_runs);
+}
+
+std::string data_parallel_unsupported_reason(const std::vector<torch::Device>& devices) {
+  if (!cuda_compiled()) {
+    return "torch::nn::parallel::data_parallel needs a CUDA-enabled LibTorch; this one is CPU-only";
+  }
+  if (devices.empty()) return "data_parallel needs at least one CUDA device";
+  const int count = cuda_device_count();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const torch::Device& d = devices[i];
+    if (!d.is_cuda()) return "data_parallel runs on CUDA devices; " + d.str() + " is not one";
+    if (cuda_index(d) >= count) {
+      return d.str() + " does not exist (this process sees " + std::to_string(count) + " CUDA device" +
+             (count == 1 ? "" : "s") + ")";
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (cuda_index(devices[j]) == cuda_index(d)) return d.str() + " is listed twice";
+    }
+  }
+  return "";
+}
+
+torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl>& model, const torch::Tensor& input,
+                                    const std::vector<torch::Device>& devices) {
+  const std::string reason = data_parallel_unsupported_reason(devices);
+  if (!reason.empty()) throw InputError(reason);
+  return detail::data_parallel_forward(model, input, devices);
+}
+
+std::vector<torch::Device> parse_cuda_devices(const std::string& spec) {
+  std::vector<torch::Device> devices;
+  if (spec == "all") {
+    for (int i = 0; i < cuda_device_count(); ++i) devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+    if (devices.empty()) throw InputError("no CUDA device for data_parallel: " + cuda_unavailable_reason());
+    return devices;
+  }
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', start), spec.size());
+    std::string item = spec.substr(start, comma - start);
+    if (item.rfind("cuda:", 0) == 0) item = item.substr(5);
+    char* end = nullptr;
+    const long index = item.empty() ? -1 : std::strtol(item.c_str(), &end, 10);
+    if (index < 0 || index > 255 || *end != '\0') {
+      throw InputError("bad device list '" + spec + "': expected all, or CUDA indices such as 0,1 or cuda:0,cuda:1");
+    }
+    devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+    start = comma + 1;
+  }
+  return devices;
 }
 
 bool wants_pinned_staging(const torch::Device& device) { return device.is_cuda(); }

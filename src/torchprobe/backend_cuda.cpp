@@ -12,11 +12,20 @@
 #include <cuda_runtime_api.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/cuda.h>
+#include <torch/nn/parallel/data_parallel.h>
 
 #include <stdexcept>
 #include <string>
 
+#include "torchprobe/backend_c10d.h"
 #include "torchprobe/backend_detail.h"
+#include "torchprobe/config.h"
+#include "torchprobe/input_error.h"
+#include "torchprobe/models/classifier.h"
+
+#ifdef TORCHPROBE_HAS_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 namespace torchprobe::backend::detail {
 namespace {
@@ -230,3 +239,43 @@ void disable_aten_nvtx() {
 }
 
 }  // namespace torchprobe::backend::detail
+
+namespace torchprobe::backend::detail {
+
+torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl>& model, const torch::Tensor& input,
+                                    const std::vector<torch::Device>& devices) {
+  // With one device data_parallel runs module->to(device) and forward: the same arithmetic as a
+  // plain forward, but Module::to would re-set the parameters the step keeps as views of its flat
+  // buffer, so that case is the plain forward here.
+  if (devices.size() == 1) return model->forward(input.to(devices.front()));
+  return torch::nn::parallel::data_parallel(model, input, devices, /*output_device=*/devices.front(), /*dim=*/0);
+}
+
+}  // namespace torchprobe::backend::detail
+
+namespace torchprobe::backend {
+
+std::string nccl_unsupported_reason(const torch::Device& device) {
+#ifdef TORCHPROBE_HAS_NCCL
+  if (!device.is_cuda()) return "NCCL reduces CUDA tensors; " + device.str() + " is not a CUDA device (Gloo serves the CPU)";
+  if (detail::device_count() == 0) return "no CUDA device for NCCL: " + detail::unavailable_reason();
+  return "";
+#else
+  (void)device;
+  return "this build has no NCCL process group (nccl.h was not found when it was configured)";
+#endif
+}
+
+c10::intrusive_ptr<CollectiveBackend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                        int world_size, std::chrono::milliseconds timeout) {
+#ifdef TORCHPROBE_HAS_NCCL
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
+#else
+  (void)store, (void)rank, (void)world_size, (void)timeout;
+  throw InputError(nccl_unsupported_reason(torch::Device(torch::kCUDA)));
+#endif
+}
+
+}  // namespace torchprobe::backend

@@ -27,6 +27,8 @@ AllocatorStats allocator_stats(int index);
 void profiler_start();
 void profiler_stop();
 std::unique_ptr<CapturedWork> capture_work(int index, const std::function<void()>& body, int warmup_runs);
+torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl>& model, const torch::Tensor& input,
+                                    const std::vector<torch::Device>& devices);
 void enable_aten_nvtx();
 void disable_aten_nvtx();
 

@@ -2,6 +2,7 @@
 // and any attempt to use one is a programming error (device parsing rejects it earlier).
 #include <stdexcept>
 
+#include "torchprobe/backend_c10d.h"
 #include "torchprobe/backend_detail.h"
 #include "torchprobe/error.h"
 
@@ -30,9 +31,26 @@ AllocatorStats allocator_stats(int) { no_cuda(); }
 void profiler_start() {}
 void profiler_stop() {}
 std::unique_ptr<CapturedWork> capture_work(int, const std::function<void()>&, int) { no_cuda(); }
+torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl>&, const torch::Tensor&,
+                                    const std::vector<torch::Device>&) {
+  no_cuda();
+}
 void enable_aten_nvtx() {
   throw InputError("per-op NVTX ranges need a CUDA-enabled LibTorch (its profiler's NVTX mode); this one is CPU-only");
 }
 void disable_aten_nvtx() {}
 
 }  // namespace torchprobe::backend::detail
+
+namespace torchprobe::backend {
+
+std::string nccl_unsupported_reason(const torch::Device&) {
+  return "NCCL needs a CUDA-enabled LibTorch; this one is CPU-only (use the Gloo backend, --device cpu)";
+}
+
+c10::intrusive_ptr<CollectiveBackend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>&, int, int,
+                                                        std::chrono::milliseconds) {
+  throw InputError(nccl_unsupported_reason(torch::Device(torch::kCPU)));
+}
+
+}  // namespace torchprobe::backend

@@ -21,8 +21,12 @@ struct AllReduceRow {
 std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes,
                                            int iterations);
 
+/// One schema for both engines: ranks of a process group, or the devices of one data_parallel
+/// process (then every "rank" entry is the process's step time).
 struct DistTrainResult {
   std::string model;
+  std::string engine;  ///< "gloo", "nccl" or "data_parallel"
+  std::string device;  ///< rank 0's device, or data_parallel's devices ("cuda:0,cuda:1")
   int world_size = 1;
   std::int64_t batch_per_rank = 0;
   int steps = 0;
@@ -34,15 +38,20 @@ struct DistTrainResult {
   double scaling_efficiency = 0.0;  ///< global / (world x single)
 };
 
-/// `warmup` + `steps` data-parallel steps of `model` on the CPU (each rank its own synthetic
+/// `warmup` + `steps` data-parallel steps of `model` on the group's device (each rank its own synthetic
 /// shard, weights broadcast from rank 0, gradients averaged in buckets), after the single-process
 /// baseline on rank 0. Returns the same result on every rank.
 DistTrainResult distributed_train(ProcessGroup& group, const std::string& model, std::int64_t batch_per_rank,
                                   int steps, int warmup, std::int64_t bucket_bytes);
 
+/// torch::nn::parallel::data_parallel in one process: `batch_per_device` x devices images per step
+/// over `devices` (CUDA builds), against one device alone with `batch_per_device` images.
+DistTrainResult data_parallel_train(const std::string& model, const std::vector<torch::Device>& devices,
+                                    std::int64_t batch_per_device, int steps, int warmup);
+
 std::string all_reduce_json(const ProcessGroup& group, const std::vector<AllReduceRow>& rows);
 std::string train_json(const DistTrainResult& result);
-std::string all_reduce_text(const std::vector<AllReduceRow>& rows, int world_size);
+std::string all_reduce_text(const ProcessGroup& group, const std::vector<AllReduceRow>& rows);
 std::string train_text(const DistTrainResult& result);
 
 }  // namespace torchprobe::dist

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "torchprobe/backend.h"
+#include "torchprobe/backend_c10d.h"
 #include "torchprobe/input_error.h"
 
 namespace torchprobe::dist {
@@ -62,12 +64,29 @@ DistEnv env_from(const std::function<const char*(const char*)>& get) {
 
 DistEnv env_from_environment() { return env_from([](const char* name) { return std::getenv(name); }); }
 
+torch::Device rank_device(const DistEnv& env, const std::string& kind) {
+  if (kind == "cpu") return torch::Device(torch::kCPU);
+  if (kind != "cuda") throw InputError("unknown device kind '" + kind + "' (expected cpu or cuda)");
+  const int count = backend::cuda_device_count();
+  if (count == 0) throw InputError("--device cuda: no CUDA device (" + backend::cuda_unavailable_reason() + ")");
+  if (env.local_rank >= count) {
+    throw InputError(fmt::format("LOCAL_RANK={} but this host has {} CUDA device{}: start at most {} rank{} per host",
+                                 env.local_rank, count, count == 1 ? "" : "s", count, count == 1 ? "" : "s"));
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+}
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  c10::intrusive_ptr<backend::CollectiveBackend> collectives;
 };
 
-ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout) : env_(env), impl_(new Impl) {
+ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout, torch::Device device)
+    : env_(env), device_(device), impl_(new Impl) {
+  if (device_.is_cuda()) {
+    const std::string reason = backend::nccl_unsupported_reason(device_);
+    if (!reason.empty()) throw InputError(reason);
+  }
   const std::string who = fmt::format("rank {} of {}", env.rank, env.world_size);
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env.master_port);
@@ -130,11 +149,17 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
                                          "or started with another MASTER_ADDR/MASTER_PORT?): {}", who, env.endpoint(),
                                          seconds(timeout), missing.empty() ? "?" : missing, message_of(e)));
   }
+  if (device_.is_cuda()) {
+    impl_->collectives = backend::make_nccl_backend(impl_->store, env.rank, env.world_size, timeout);
+    return;
+  }
   auto gloo_options = c10d::ProcessGroupGloo::Options::create();
   gloo_options->timeout = timeout;
   gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr == "localhost" ? "127.0.0.1" : env.master_addr));
-  impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, gloo_options);
+  impl_->collectives = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, gloo_options);
 }
+
+std::string ProcessGroup::backend_name() const { return device_.is_cuda() ? "nccl" : "gloo"; }
 
 ProcessGroup::~ProcessGroup() = default;
 
@@ -146,7 +171,7 @@ int ProcessGroup::average_(torch::Tensor& flat, std::int64_t bucket_bytes) {
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
   for (std::int64_t start = 0; start < flat.numel(); start += per_bucket) {
     buckets.push_back({flat.narrow(0, start, std::min(per_bucket, flat.numel() - start))});
-    pending.push_back(impl_->gloo->allreduce(buckets.back()));
+    pending.push_back(impl_->collectives->allreduce(buckets.back()));
   }
   for (auto& work : pending) work->wait();
   flat.div_(env_.world_size);
@@ -155,16 +180,26 @@ int ProcessGroup::average_(torch::Tensor& flat, std::int64_t bucket_bytes) {
 
 void ProcessGroup::all_reduce_sum_(torch::Tensor& tensor) {
   std::vector<at::Tensor> tensors = {tensor};
-  impl_->gloo->allreduce(tensors)->wait();
+  impl_->collectives->allreduce(tensors)->wait();
 }
 
 void ProcessGroup::broadcast_(torch::Tensor& tensor, int root) {
   std::vector<at::Tensor> tensors = {tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  impl_->gloo->broadcast(tensors, options)->wait();
+  impl_->collectives->broadcast(tensors, options)->wait();
 }
 
-void ProcessGroup::barrier() { impl_->gloo->barrier()->wait(); }
+void ProcessGroup::barrier() {
+  if (!device_.is_cuda()) {
+    impl_->collectives->barrier()->wait();
+    return;
+  }
+  // NCCL has no barrier of its own (c10d's guesses a device per rank): a one-element all-reduce
+  // on this rank's device, waited for by the host.
+  torch::Tensor token = torch::zeros({1}, torch::TensorOptions().device(device_));
+  all_reduce_sum_(token);
+  backend::synchronize(device_);
+}
 
 }  // namespace torchprobe::dist

@@ -1,6 +1,6 @@
 #pragma once
 // Data-parallel training across processes on PyTorch's own c10d: a TCPStore rendezvous with
-// torchrun's environment conventions, and a Gloo process group (CPU tensors).
+// torchrun's environment conventions, and a Gloo (CPU tensors) or NCCL (CUDA tensors) process group.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -26,6 +26,10 @@ struct DistEnv {
 DistEnv env_from(const std::function<const char*(const char*)>& get);
 DistEnv env_from_environment();
 
+/// This rank's device: the CPU for "cpu"; cuda:LOCAL_RANK for "cuda" (one GPU per rank, as
+/// torchrun users set it). Throws InputError when the host has no such GPU.
+torch::Device rank_device(const DistEnv& env, const std::string& kind);
+
 /// Bytes per all-reduce bucket by default: DistributedDataParallel's bucket_cap_mb of 25 MiB.
 constexpr std::int64_t kDefaultBucketBytes = 25ll << 20;
 
@@ -36,7 +40,10 @@ class ProcessGroup {
  public:
   /// Rank 0 hosts the store at env.endpoint(); the others connect to it. Throws std::runtime_error
   /// naming the endpoint when the store cannot be reached, or a rank does not join, within `timeout`.
-  ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout);
+  /// Tensors live on `device`: Gloo serves the CPU, NCCL a CUDA device (InputError where this
+  /// build or host has no NCCL). With NCCL, collectives are queued on the device: "block" means
+  /// the device's current stream waits, not the host.
+  ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout, torch::Device device = torch::Device(torch::kCPU));
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
@@ -44,6 +51,9 @@ class ProcessGroup {
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
   const DistEnv& env() const { return env_; }
+  const torch::Device& device() const { return device_; }
+  /// "gloo" or "nccl".
+  std::string backend_name() const;
 
   /// Averages a contiguous 1-D tensor over the ranks in place: all-reduce (sum) of consecutive
   /// views of at most `bucket_bytes`, queued together and then awaited, then divided by the world size.
@@ -53,11 +63,13 @@ class ProcessGroup {
   void all_reduce_sum_(torch::Tensor& tensor);
   /// Copies rank `root`'s values of a tensor to every rank.
   void broadcast_(torch::Tensor& tensor, int root = 0);
+  /// Returns when every rank has reached it (and, with NCCL, this rank's device has drained).
   void barrier();
 
  private:
   struct Impl;
   DistEnv env_;
+  torch::Device device_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -14,6 +14,9 @@ class NetImpl : public ClassifierImpl {
   NetImpl();
   torch::Tensor forward(torch::Tensor x) override;
 
+ protected:
+  std::shared_ptr<ClassifierImpl> fresh() const override { return std::make_shared<NetImpl>(); }
+
  private:
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
   torch::nn::MaxPool2d pool{nullptr};

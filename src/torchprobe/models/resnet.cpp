@@ -32,7 +32,7 @@ torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
   return torch::relu(out);
 }
 
-ResNet18Impl::ResNet18Impl(int64_t num_classes) {
+ResNet18Impl::ResNet18Impl(int64_t num_classes) : num_classes_(num_classes) {
   conv1 = register_module("conv1", conv3x3(3, 64, /*stride=*/1));
   bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
   layer1 = register_module("layer1", make_stage(64, /*stride=*/1));

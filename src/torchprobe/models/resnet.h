@@ -29,8 +29,12 @@ class ResNet18Impl : public ClassifierImpl {
   explicit ResNet18Impl(int64_t num_classes = 10);
   torch::Tensor forward(torch::Tensor x) override;
 
+ protected:
+  std::shared_ptr<ClassifierImpl> fresh() const override { return std::make_shared<ResNet18Impl>(num_classes_); }
+
  private:
   torch::nn::Sequential make_stage(int64_t planes, int64_t stride);
+  int64_t num_classes_;
   int64_t in_planes_ = 64;
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr};

@@ -73,6 +73,19 @@ TrainStep::TrainStep(models::Classifier model, torch::Device device, StepOptions
     if (!reason.empty()) throw InputError(reason);
     if (options_.reduce_gradients) throw InputError("a CUDA-graph step cannot call a host-side gradient all-reduce");
   }
+  if (!options_.data_parallel.empty()) {
+    const std::string reason = backend::data_parallel_unsupported_reason(options_.data_parallel);
+    if (!reason.empty()) throw InputError(reason);
+    if (options_.data_parallel.front() != device_) {
+      throw InputError("data_parallel's first device (" + options_.data_parallel.front().str() +
+                       ") must be the step's device (" + device_.str() + ")");
+    }
+    if (options_.cuda_graph) throw InputError("data_parallel replicates the model on every step: it cannot be captured as a CUDA graph");
+    if (options_.precision != Precision::kFp32) {
+      // Autocast is thread-local state, and data_parallel runs the replicas on other threads.
+      throw InputError("data_parallel steps run in fp32: autocast does not reach data_parallel's replica threads");
+    }
+  }
   model_->to(device_);
   model_->train();
   flatten_parameters();
@@ -169,7 +182,8 @@ torch::Tensor TrainStep::compute(const torch::Tensor& images, const torch::Tenso
     }
     {
       nvtx::Range range(phase_range(Phase::kForward));
-      logits = model_->forward(images);
+      logits = options_.data_parallel.empty() ? model_->forward(images)
+                                              : backend::data_parallel_forward(model_, images, options_.data_parallel);
     }
     mark();
     {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -48,6 +49,10 @@ struct StepOptions {
   /// Data parallelism: called with the flat gradient buffer after backward and before the
   /// update, to average it over the ranks in place (dist::ProcessGroup::average_). Not with graphs.
   std::function<void(torch::Tensor&)> reduce_gradients;
+  /// Data parallelism in one process: the forward through LibTorch's
+  /// torch::nn::parallel::data_parallel over these CUDA devices (the first must be the step's
+  /// device, where the batch, loss, gradients and update live). fp32 only; not with graphs.
+  std::vector<torch::Device> data_parallel;
 
   /// Plain SGD with these hyper-parameters, every variant at its default.
   static StepOptions sgd(double learning_rate, double momentum) {

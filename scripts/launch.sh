@@ -38,18 +38,22 @@ done
 status=0
 active=("${pids[@]}")
 while (( ${#active[@]} > 0 )); do
+  done_pid=""
   wait -n -p done_pid "${active[@]}"
   rc=$?
+  [[ -z "$done_pid" ]] && break  # none of them is left to wait for
   still=()
   for pid in "${active[@]}"; do [[ "$pid" != "$done_pid" ]] && still+=("$pid"); done
   active=("${still[@]+"${still[@]}"}")
-  if (( rc != 0 && status == 0 )); then
+  if (( rc != 0 )); then
     status=$rc
     failed_rank=?
     for ((rank = 0; rank < n; rank++)); do [[ "${pids[$rank]}" == "$done_pid" ]] && failed_rank=$rank; done
     echo "torchprobe: launch: rank $failed_rank exited with $rc; stopping the others. Its log: $logs/rank$failed_rank.log" >&2
     [[ $failed_rank != 0 ]] && tail -n 5 "$logs/rank$failed_rank.log" >&2
     stop_all
+    wait 2>/dev/null  # reap the stopped ranks (and rank 0's output copies) before exiting
+    break
   fi
 done
 exit $status

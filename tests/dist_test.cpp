@@ -174,6 +174,47 @@ TEST(Gloo, MismatchedWorldSizesAreReportedNotHungOn) {
       << errors[1];
 }
 
+TEST(Gloo, Rank0RunsAloneForLongerThanTheGroupTimeout) {
+  // dist train's single-process baseline: the other ranks wait past the 1 s collective timeout.
+  const int port = free_port();
+  std::vector<std::chrono::steady_clock::time_point> returned(2);
+  std::chrono::steady_clock::time_point work_done;
+  std::vector<torch::Tensor> sums(2);
+  run_ranks(2, [&](int rank) {
+    dist::ProcessGroup group(env_for(port, rank, 2), 1s);
+    group.run_on_rank0_alone([&] {
+      std::this_thread::sleep_for(2500ms);
+      work_done = std::chrono::steady_clock::now();
+    });
+    returned[static_cast<size_t>(rank)] = std::chrono::steady_clock::now();
+    torch::Tensor t = torch::full({4}, static_cast<float>(rank + 1));
+    group.all_reduce_sum_(t);
+    sums[static_cast<size_t>(rank)] = t;
+  });
+  EXPECT_GE(returned[1], work_done) << "rank 1 went on before rank 0 had finished";
+  EXPECT_TRUE(torch::equal(sums[1], torch::full({4}, 3.0f))) << "the group still works afterwards";
+}
+
+TEST(Gloo, RanksWaitingForRank0HearThatItStopped) {
+  const int port = free_port();
+  std::vector<std::string> errors(2);
+  run_ranks(2, [&](int rank) {
+    try {
+      dist::ProcessGroup group(env_for(port, rank, 2), 5s);
+      group.run_on_rank0_alone([] {
+        std::this_thread::sleep_for(500ms);
+        throw std::runtime_error("out of memory in the baseline");
+      });
+    } catch (const std::exception& e) {
+      errors[static_cast<size_t>(rank)] = e.what();
+    }
+  });
+  EXPECT_EQ(errors[0], "out of memory in the baseline");
+  EXPECT_NE(errors[1].find("rank 1 of 2: rank 0 stopped while the others waited for its single-process run"),
+            std::string::npos)
+      << errors[1];
+}
+
 TEST(DataParallel, ExplainsWhyItCannotRunHere) {
   // On a host without GPUs (CI) both builds refuse with a reason: a CPU-only LibTorch, or no such device.
   if (backend::cuda_device_count() > 0) GTEST_SKIP() << "this host has a GPU: Gpu.DataParallel* cover it";

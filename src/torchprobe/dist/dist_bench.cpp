@@ -107,12 +107,11 @@ DistTrainResult distributed_train(ProcessGroup& group, const std::string& model,
 
   // Single-process baseline: rank 0 alone while the others wait, so it has the machine to itself.
   double single = 0.0;
-  if (group.rank() == 0) {
+  group.run_on_rank0_alone([&] {
     torch::manual_seed(0);
     train::TrainStep alone(models::make_model(model), device);
     single = step_ms(alone, batcher, steps, warmup);
-  }
-  group.barrier();
+  });
   result.single_ms_per_step = max_over_ranks(group, single);
 
   torch::manual_seed(static_cast<std::uint64_t>(group.rank()));

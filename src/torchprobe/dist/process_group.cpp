@@ -202,4 +202,21 @@ void ProcessGroup::barrier() {
   backend::synchronize(device_);
 }
 
+void ProcessGroup::run_on_rank0_alone(const std::function<void()>& work) {
+  const std::string done = fmt::format("torchprobe/rank0_alone_done/{}", alone_rounds_++);
+  if (env_.rank == 0) {
+    work();
+    impl_->store->set(done, bytes_of("1"));
+  } else {
+    try {
+      impl_->store->wait({done}, kAloneWait);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("rank {} of {}: rank 0 stopped while the others waited for its "
+                                           "single-process run (see rank 0's output): {}",
+                                           env_.rank, env_.world_size, message_of(e)));
+    }
+  }
+  barrier();
+}
+
 }  // namespace torchprobe::dist

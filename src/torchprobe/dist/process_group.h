@@ -65,12 +65,19 @@ class ProcessGroup {
   void broadcast_(torch::Tensor& tensor, int root = 0);
   /// Returns when every rank has reached it (and, with NCCL, this rank's device has drained).
   void barrier();
+  /// Runs `work` on rank 0 while the other ranks wait, idle, for as long as it takes (up to
+  /// kAloneWait, not the group's timeout: a single-process baseline can outlast it), then meets
+  /// at a barrier. If rank 0 fails, its exception propagates there and the others throw
+  /// std::runtime_error saying rank 0 stopped.
+  void run_on_rank0_alone(const std::function<void()>& work);
+  static constexpr std::chrono::hours kAloneWait{24};
 
  private:
   struct Impl;
   DistEnv env_;
   torch::Device device_;
   std::unique_ptr<Impl> impl_;
+  int alone_rounds_ = 0;
 };
 
 }  // namespace torchprobe::dist

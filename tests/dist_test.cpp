@@ -105,6 +105,18 @@ TEST(Gloo, TwoRanksAverageInBuckets) {
   EXPECT_TRUE(torch::allclose(results[0], torch::arange(1000, torch::kFloat32) * 1.5f));
 }
 
+TEST(Gloo, NoCollectiveAfterShutdown) {
+  const int port = free_port();
+  run_ranks(2, [&](int rank) {
+    dist::ProcessGroup group(env_for(port, rank, 2), 20s);
+    group.barrier();
+    group.shutdown();
+    group.shutdown();  // a second call is harmless
+    torch::Tensor t = torch::ones({4});
+    EXPECT_THROW_WITH(group.all_reduce_sum_(t), std::logic_error, "a collective after shutdown()");
+  });
+}
+
 TEST(Gloo, DataParallelStepsMatchOneProcessOnTheCombinedBatch) {
   // Two ranks, each with half of a batch of 16, start from rank 0's weights (broadcast) and
   // average gradients every step: the same arithmetic as one process on all 16 images.
@@ -175,15 +187,17 @@ TEST(Gloo, MismatchedWorldSizesAreReportedNotHungOn) {
 }
 
 TEST(Gloo, Rank0RunsAloneForLongerThanTheGroupTimeout) {
-  // dist train's single-process baseline: the other ranks wait past the 1 s collective timeout.
+  // dist train's single-process baseline: the other ranks wait past the 2 s collective timeout
+  // (not less: the rendezvous shares it, and a client that connects before rank 0 listens retries
+  // after a pause).
   const int port = free_port();
   std::vector<std::chrono::steady_clock::time_point> returned(2);
   std::chrono::steady_clock::time_point work_done;
   std::vector<torch::Tensor> sums(2);
   run_ranks(2, [&](int rank) {
-    dist::ProcessGroup group(env_for(port, rank, 2), 1s);
+    dist::ProcessGroup group(env_for(port, rank, 2), 2s);
     group.run_on_rank0_alone([&] {
-      std::this_thread::sleep_for(2500ms);
+      std::this_thread::sleep_for(4500ms);
       work_done = std::chrono::steady_clock::now();
     });
     returned[static_cast<size_t>(rank)] = std::chrono::steady_clock::now();

@@ -203,4 +203,6 @@ TEST_F(Gpu, NcclWithWorldSizeOneAveragesAndTrains) {
   EXPECT_EQ(train.all_reduce_calls_per_step, 1);
   EXPECT_GT(train.global_images_per_s, 0.0);
   group.barrier();
+  group.shutdown();  // flushes and frees NCCL's communicator, as destroy_process_group() does
+  EXPECT_THROW(group.barrier(), std::logic_error);
 }

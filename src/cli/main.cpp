@@ -270,6 +270,7 @@ int dist_command(const DistFlags& flags, bool all_reduce) {
     text = dist::train_text(result);
   }
   group.barrier();
+  group.shutdown();
   if (group.rank() == 0) print_dist(flags, json, text);
   return 0;
 }

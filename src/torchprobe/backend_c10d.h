@@ -33,4 +33,16 @@ std::string nccl_unsupported_reason(const torch::Device& device);
 c10::intrusive_ptr<CollectiveBackend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                         int world_size, std::chrono::milliseconds timeout);
 
+/// Flushes the backend's pending collectives and frees its communicators, as Python's
+/// destroy_process_group() does; without it ProcessGroupNCCL aborts them in its destructor and
+/// warns that destroy_process_group() was not called. Gloo has nothing to flush. LibTorch before
+/// 2.6 has no Backend::shutdown: there it is a no-op.
+inline void shutdown_backend(CollectiveBackend& collectives) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  collectives.shutdown();
+#else
+  (void)collectives;
+#endif
+}
+
 }  // namespace torchprobe::backend

@@ -79,6 +79,11 @@ torch::Device rank_device(const DistEnv& env, const std::string& kind) {
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<backend::CollectiveBackend> collectives;
+
+  backend::CollectiveBackend& live() const {
+    if (!collectives) throw std::logic_error("ProcessGroup: a collective after shutdown()");
+    return *collectives;
+  }
 };
 
 ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout, torch::Device device)
@@ -171,7 +176,7 @@ int ProcessGroup::average_(torch::Tensor& flat, std::int64_t bucket_bytes) {
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
   for (std::int64_t start = 0; start < flat.numel(); start += per_bucket) {
     buckets.push_back({flat.narrow(0, start, std::min(per_bucket, flat.numel() - start))});
-    pending.push_back(impl_->collectives->allreduce(buckets.back()));
+    pending.push_back(impl_->live().allreduce(buckets.back()));
   }
   for (auto& work : pending) work->wait();
   flat.div_(env_.world_size);
@@ -180,19 +185,19 @@ int ProcessGroup::average_(torch::Tensor& flat, std::int64_t bucket_bytes) {
 
 void ProcessGroup::all_reduce_sum_(torch::Tensor& tensor) {
   std::vector<at::Tensor> tensors = {tensor};
-  impl_->collectives->allreduce(tensors)->wait();
+  impl_->live().allreduce(tensors)->wait();
 }
 
 void ProcessGroup::broadcast_(torch::Tensor& tensor, int root) {
   std::vector<at::Tensor> tensors = {tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  impl_->collectives->broadcast(tensors, options)->wait();
+  impl_->live().broadcast(tensors, options)->wait();
 }
 
 void ProcessGroup::barrier() {
   if (!device_.is_cuda()) {
-    impl_->collectives->barrier()->wait();
+    impl_->live().barrier()->wait();
     return;
   }
   // NCCL has no barrier of its own (c10d's guesses a device per rank): a one-element all-reduce
@@ -200,6 +205,12 @@ void ProcessGroup::barrier() {
   torch::Tensor token = torch::zeros({1}, torch::TensorOptions().device(device_));
   all_reduce_sum_(token);
   backend::synchronize(device_);
+}
+
+void ProcessGroup::shutdown() {
+  if (!impl_->collectives) return;
+  backend::shutdown_backend(*impl_->collectives);
+  impl_->collectives.reset();
 }
 
 void ProcessGroup::run_on_rank0_alone(const std::function<void()>& work) {

@@ -71,6 +71,10 @@ class ProcessGroup {
   /// std::runtime_error saying rank 0 stopped.
   void run_on_rank0_alone(const std::function<void()>& work);
   static constexpr std::chrono::hours kAloneWait{24};
+  /// Ends a successful run: flushes pending collectives and frees the backend's communicators,
+  /// as destroy_process_group() does (NCCL otherwise aborts them in the destructor, with a
+  /// warning). No collective may follow (std::logic_error). On an error path, just destroy the group.
+  void shutdown();
 
  private:
   struct Impl;

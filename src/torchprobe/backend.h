@@ -172,7 +172,8 @@ std::string capture_unsupported_reason(const torch::Device& device);
 /// every call), the replicas run on at::parallel_for's threads, and the outputs gathered on
 /// devices.front(). Backward sums the replicas' gradients into `model`'s parameters (which must
 /// live on devices.front()). In-place buffer updates (BatchNorm running statistics) in the
-/// replicas are lost, as in LibTorch. CUDA builds only: throws InputError otherwise.
+/// replicas are lost, as in LibTorch. Precondition, checked once by the caller (TrainStep's
+/// constructor) rather than on every step: data_parallel_unsupported_reason(devices) is "".
 torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl>& model, const torch::Tensor& input,
                                     const std::vector<torch::Device>& devices);
 /// Why data_parallel_forward cannot run over `devices` ("" when it can): a CUDA build, at least

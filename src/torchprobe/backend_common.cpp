@@ -326,9 +326,7 @@ std::string data_parallel_unsupported_reason(const std::vector<torch::Device>& d
 
 torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl>& model, const torch::Tensor& input,
                                     const std::vector<torch::Device>& devices) {
-  const std::string reason = data_parallel_unsupported_reason(devices);
-  if (!reason.empty()) throw InputError(reason);
-  return detail::data_parallel_forward(model, input, devices);
+  return detail::data_parallel_forward(model, input, devices);  // devices checked once by the caller
 }
 
 std::vector<torch::Device> parse_cuda_devices(const std::string& spec) {

@@ -47,6 +47,13 @@ double step_ms(train::TrainStep& step, data::Batcher& batcher, int steps, int wa
   return median(timeline->elapsed_ms());
 }
 
+/// The scaling baseline: a plain step of `model` (weights from seed 0) on one device, alone.
+double alone_ms(const std::string& model, const torch::Device& device, data::Batcher& batcher, int steps, int warmup) {
+  torch::manual_seed(0);
+  train::TrainStep alone(models::make_model(model), device);
+  return step_ms(alone, batcher, steps, warmup);
+}
+
 /// `rows` synthetic images (seeded) in a batcher of `batch`, staged as the device wants.
 data::Batcher synthetic_batcher(std::int64_t batch, std::uint64_t seed, const torch::Device& device) {
   auto shard = std::make_shared<const data::Dataset>(data::make_synthetic(std::max<std::int64_t>(batch * 4, 64), 1000 + seed));
@@ -107,11 +114,7 @@ DistTrainResult distributed_train(ProcessGroup& group, const std::string& model,
 
   // Single-process baseline: rank 0 alone while the others wait, so it has the machine to itself.
   double single = 0.0;
-  group.run_on_rank0_alone([&] {
-    torch::manual_seed(0);
-    train::TrainStep alone(models::make_model(model), device);
-    single = step_ms(alone, batcher, steps, warmup);
-  });
+  group.run_on_rank0_alone([&] { single = alone_ms(model, device, batcher, steps, warmup); });
   result.single_ms_per_step = max_over_ranks(group, single);
 
   torch::manual_seed(static_cast<std::uint64_t>(group.rank()));
@@ -140,10 +143,8 @@ DistTrainResult data_parallel_train(const std::string& model, const std::vector<
   result.steps = steps;
   const torch::Device first = devices.front();
   {
-    torch::manual_seed(0);
     data::Batcher batcher = synthetic_batcher(batch_per_device, 0, first);
-    train::TrainStep alone(models::make_model(model), first);
-    result.single_ms_per_step = step_ms(alone, batcher, steps, warmup);
+    result.single_ms_per_step = alone_ms(model, first, batcher, steps, warmup);
   }
   torch::manual_seed(0);
   data::Batcher batcher = synthetic_batcher(batch_per_device * result.world_size, 0, first);

@@ -4,13 +4,16 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <utility>
 
 #include "progress.h"
 #include "suite.h"
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/data/cifar10.h"
 #include "torchprobe/error.h"
+#include "torchprobe/measure.h"
 #include "torchprobe/temp_dir.h"
 
 namespace torchprobe::bench {
@@ -39,33 +42,32 @@ const TempCifarDir& cifar_dir() {
   return dir;
 }
 
-void parse_cifar10(benchmark::State& state) {
-  try {
-    const std::string dir = cifar_dir().path();
-    for (auto _ : state) {
-      data::Dataset train = data::load_cifar10(dir, data::Split::kTrain);
-      benchmark::DoNotOptimize(train.images.data_ptr());
-    }
-    state.counters["images_per_s"] =
-        benchmark::Counter(static_cast<double>(state.iterations() * data::kTrainImages), benchmark::Counter::kIsRate);
-  } catch (const std::exception& e) {
-    state.SkipWithError(short_message(e).c_str());
-  }
+/// Times `call` with the one measurement policy (host clock) and adds images/s for `images` per call.
+void time_host_work(benchmark::State& state, const std::string& name, std::int64_t images, const std::function<void()>& call) {
+  const torch::Device cpu(torch::kCPU);
+  measure::Sampler sampler(measure::default_policy(cpu), measure::device_clock(cpu), call);
+  sampler.warm_up();
+  sampler.calibrate(name);
+  time_samples(state, sampler);
+  state.counters["images_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * images), benchmark::Counter::kIsRate);
 }
 
-void assemble_batch(benchmark::State& state) {
-  try {
-    auto dataset = std::make_shared<const data::Dataset>(data::make_synthetic(10000, /*seed=*/7));
-    data::Batcher batcher(dataset, kAssembleBatch, /*pinned=*/false, /*seed=*/1);
-    for (auto _ : state) {
-      data::HostBatch& batch = batcher.next();
-      benchmark::DoNotOptimize(batch.images.data_ptr());
-    }
-    state.counters["images_per_s"] =
-        benchmark::Counter(static_cast<double>(state.iterations() * kAssembleBatch), benchmark::Counter::kIsRate);
-  } catch (const std::exception& e) {
-    state.SkipWithError(short_message(e).c_str());
-  }
+void parse_cifar10(benchmark::State& state, const std::string& name) {
+  const std::string dir = cifar_dir().path();
+  time_host_work(state, name, data::kTrainImages, [&] {
+    data::Dataset train = data::load_cifar10(dir, data::Split::kTrain);
+    benchmark::DoNotOptimize(train.images.data_ptr());
+  });
+}
+
+void assemble_batch(benchmark::State& state, const std::string& name) {
+  auto dataset = std::make_shared<const data::Dataset>(data::make_synthetic(10000, /*seed=*/7));
+  data::Batcher batcher(dataset, kAssembleBatch, /*pinned=*/false, /*seed=*/1);
+  time_host_work(state, name, kAssembleBatch, [&] {
+    data::HostBatch& batch = batcher.next();
+    benchmark::DoNotOptimize(batch.images.data_ptr());
+  });
 }
 
 }  // namespace
@@ -73,14 +75,17 @@ void assemble_batch(benchmark::State& state) {
 std::vector<std::string> register_data_benchmarks() {
   const std::string parse = fmt::format("data/parse_cifar10/images:{}", data::kTrainImages);
   const std::string assemble = fmt::format("data/assemble_batch/batch:{}", kAssembleBatch);
-  benchmark::RegisterBenchmark(parse.c_str(), [parse](benchmark::State& state) {
-    Progress::instance().start(parse);
-    parse_cifar10(state);
-  })->Unit(benchmark::kMillisecond)->UseRealTime();
-  benchmark::RegisterBenchmark(assemble.c_str(), [assemble](benchmark::State& state) {
-    Progress::instance().start(assemble);
-    assemble_batch(state);
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  for (const auto& [name, body] : {std::pair<std::string, void (*)(benchmark::State&, const std::string&)>{parse, parse_cifar10},
+                                    {assemble, assemble_batch}}) {
+    benchmark::RegisterBenchmark(name.c_str(), [name = name, body = body](benchmark::State& state) {
+      Progress::instance().start(name);
+      try {
+        body(state, name);
+      } catch (const std::exception& e) {
+        state.SkipWithError(short_message(e).c_str());
+      }
+    })->UseManualTime()->Unit(benchmark::kMillisecond);
+  }
   return {parse, assemble};
 }
 

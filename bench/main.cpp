@@ -17,9 +17,11 @@
 #include "torchprobe/cli_support.h"
 #include "torchprobe/config.h"
 #include "torchprobe/data/cifar10.h"
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
+#include "torchprobe/inventory.h"
 #include "torchprobe/error.h"
 #include "torchprobe/nvtx.h"
+#include "torchprobe/trust.h"
 
 namespace {
 
@@ -71,7 +73,8 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
                torchprobe::bench::SuiteOptions& options, const ProgramFlags& flags) {
   return torchprobe::run_cli(app, argc, argv, [&] {
     using namespace torchprobe;
-    if (flags.threads > 0) at::set_num_threads(flags.threads);
+    // Before anything calls the BLAS: LibTorch's threads, and no second pool beside them.
+    const ThreadSetup threads = configure_threads(flags.threads);
     if (!format.empty() && format != "console" && format != "json") {
       throw InputError(fmt::format("--benchmark_format={} is not supported (console or json; for CSV use "
                                    "--benchmark_out_format=csv or torchprobe report)", format));
@@ -96,8 +99,11 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
     const Inventory inventory = collect_inventory();
     benchmark::AddCustomContext("torchprobe_version", TORCHPROBE_VERSION);
     benchmark::AddCustomContext("libtorch_version", inventory.libtorch_version);
-    benchmark::AddCustomContext("torch_threads", std::to_string(at::get_num_threads()));
-    benchmark::AddCustomContext("blas", inventory.blas.vendor);
+    benchmark::AddCustomContext("torch_threads", std::to_string(threads.intra_op));
+    benchmark::AddCustomContext("interop_threads", std::to_string(threads.inter_op));
+    benchmark::AddCustomContext("blas", inventory.threads.blas.vendor);
+    benchmark::AddCustomContext("blas_threading", fmt::format("{}, {} thread(s){}", blas_threading_name(threads.blas.threading),
+                                                              threads.blas.threads, threads.blas_pinned ? ", pinned" : ""));
     benchmark::AddCustomContext("data", data_label);
     std::string device_names;
     for (const auto& d : options.devices) {
@@ -106,15 +112,18 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
     }
     benchmark::AddCustomContext("devices", device_names);
     benchmark::AddCustomContext("inventory", inventory_json(inventory, /*indent=*/-1));
-    std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d threads, BLAS %s; %s\n", device_names.c_str(),
-                 inventory.libtorch_version.c_str(), at::get_num_threads(), inventory.blas.vendor.c_str(),
+    std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d intra-op threads on %d cores, BLAS %s (%s, %d thread(s)); %s\n",
+                 device_names.c_str(), inventory.libtorch_version.c_str(), threads.intra_op, threads.cores,
+                 threads.blas.vendor.c_str(), blas_threading_name(threads.blas.threading).c_str(), threads.blas.threads,
                  data_label.c_str());
+    // What would make these figures untrustworthy, checked on the host before the first benchmark.
+    const auto trust_warnings = trust::host_warnings(threads);
+    benchmark::AddCustomContext("trust_warnings", trust::warnings_json(trust_warnings));
+    for (const auto& w : trust_warnings) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", w.message.c_str());
     if (options.profile) {
       std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",
                    bench::kProfileSteps, nvtx::enabled() ? "" : " (this build has no NVTX ranges)");
     }
-    const std::string warning = blas_warning(inventory.blas);
-    if (!warning.empty()) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", warning.c_str());
 
     int failed = 0;
     if (format == "json") {

@@ -5,23 +5,20 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
 
 #include "progress.h"
 #include "suite.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/error.h"
+#include "torchprobe/measure.h"
 #include "torchprobe/nvtx.h"
+#include "torchprobe/ops/peaks.h"
 #include "torchprobe/roofline.h"
 
 namespace torchprobe::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr double kWarmupSeconds = 0.05;
-constexpr double kTargetSampleMs = 1.0;  // calls per sample so a sample lasts about this long
-constexpr int kMaxCallsPerSample = 1000;
 constexpr int kMaxInputSets = 64;
 constexpr std::int64_t kMaxRotationBytes = std::int64_t{2} << 30;
 
@@ -43,53 +40,27 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
   const std::int64_t set_bytes = std::max<std::int64_t>(1, bytes_of(sets.front()));
   int wanted = options.op_input_sets;
   if (wanted <= 0) {
-    const double needed = std::ceil(2.0 * static_cast<double>(ops::cache_bytes(device)) / static_cast<double>(set_bytes));
+    const double needed = std::ceil(2.0 * static_cast<double>(measure::cache_bytes(device)) / static_cast<double>(set_bytes));
     wanted = static_cast<int>(std::clamp(needed, 1.0, static_cast<double>(kMaxInputSets)));
     wanted = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kMaxRotationBytes / set_bytes)));
   }
   while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
   size_t next = 0;
-  const auto call = [&] {
-    ops::OpInputs& in = sets[next++ % sets.size()];
-    if (c.reset) c.reset(in);
-    return c.run(in);
-  };
 
-  // Warm-up: allocator growth, library handles, kernel selection.
-  const int min_warmup = device.is_cuda() ? 3 : 1;
-  const auto warm_start = Clock::now();
-  for (int i = 0; i < min_warmup || std::chrono::duration<double>(Clock::now() - warm_start).count() < kWarmupSeconds; ++i) {
-    call();
-  }
-  backend::synchronize(device);
-  auto timeline = backend::make_timeline(device);
-  timeline->mark();
-  if (c.reset) c.reset(sets[next % sets.size()]);
-  call();
-  timeline->mark();
-  const double probe_ms = std::max(1e-4, timeline->elapsed_ms().front());
-  // One call per sample when each needs an untimed reset or a cold cache; otherwise enough calls
-  // for ~1 ms, so the two timeline marks (CUDA events) are a negligible part of the sample.
-  int calls = 1;
-  if (!c.reset && !options.cold) {
-    calls = static_cast<int>(std::clamp(std::ceil(kTargetSampleMs / probe_ms), 1.0, static_cast<double>(kMaxCallsPerSample)));
-  }
-  calls = stable_calls_per_sample(c.name(), calls);
-
-  // Each sample counts as `calls` iterations, so Google Benchmark reports the time per call and
-  // its --benchmark_min_time bounds the real duration.
-  double total_ms = 0.0;
-  while (state.KeepRunningBatch(calls)) {
-    if (c.reset) c.reset(sets[next % sets.size()]);
-    if (options.cold) ops::flush_cache(device);
-    timeline->clear();
-    timeline->mark();
-    for (int k = 0; k < calls; ++k) c.run(sets[next++ % sets.size()]);
-    timeline->mark();
-    const double sample_ms = timeline->elapsed_ms().front();
-    total_ms += sample_ms;
-    state.SetIterationTime(sample_ms / 1e3);
-  }
+  // The one measurement policy (warm-up: allocator growth, library handles, kernel selection). One call
+  // per sample when each needs an untimed reset; --cold also flushes the last-level cache before each.
+  measure::Policy policy = measure::default_policy(device);
+  policy.cold = options.cold;
+  if (c.reset) policy.calls_per_sample = 1;
+  measure::Sampler sampler(
+      policy, measure::device_clock(device), [&] { c.run(sets[next++ % sets.size()]); },
+      [&] {
+        if (c.reset) c.reset(sets[next % sets.size()]);
+      },
+      [device] { measure::flush_cache(device); });
+  sampler.warm_up();
+  const int calls = sampler.calibrate(c.name());
+  const double total_ms = time_samples(state, sampler);
   // Raw counts and peaks go into the JSON so reports recompute from the median; the rates here
   // (from the mean) are for the console.
   const double mean_s = total_ms / 1e3 / static_cast<double>(state.iterations());

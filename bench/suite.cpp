@@ -4,10 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
 
 namespace torchprobe::bench {
@@ -93,11 +91,14 @@ std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
   return plan;
 }
 
-int stable_calls_per_sample(const std::string& name, int chosen) {
-  static std::mutex mutex;
-  static std::map<std::string, int> first;
-  std::lock_guard<std::mutex> lock(mutex);
-  return first.try_emplace(name, chosen).first->second;
+double time_samples(benchmark::State& state, measure::Sampler& sampler) {
+  double total_ms = 0.0;
+  while (state.KeepRunningBatch(sampler.calls_per_sample())) {
+    const double ms = sampler.sample();
+    total_ms += ms;
+    state.SetIterationTime(ms / 1e3);
+  }
+  return total_ms;
 }
 
 void check_suites(const std::vector<std::string>& suites) {

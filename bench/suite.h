@@ -7,7 +7,10 @@
 
 #include <torch/types.h>
 
+#include <benchmark/benchmark.h>
+
 #include "torchprobe/data/cifar10.h"
+#include "torchprobe/measure.h"
 #include "torchprobe/ops/ops.h"
 #include "torchprobe/train/train_step.h"
 
@@ -70,10 +73,10 @@ std::string train_benchmark_name(const TrainConfig& config);
 /// One config per device x model x batch size x variant, in that nesting order. Throws InputError
 /// for unknown axis values, or when the train suite is selected and no variant runs on any device.
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options);
-/// The calls (or steps) per timed sample of a benchmark: the first value chosen for `name` is
-/// kept for all its later runs, since Google Benchmark needs every repetition to count the same
-/// iterations (a sample counts as that many, through KeepRunningBatch).
-int stable_calls_per_sample(const std::string& name, int chosen);
+/// Google Benchmark's loop over samples of a calibrated sampler: each sample counts as
+/// calls_per_sample() iterations (KeepRunningBatch) with its measured time, so reported times are per
+/// call and --benchmark_min_time bounds the real run time. Returns the total ms of every sample.
+double time_samples(benchmark::State& state, measure::Sampler& sampler);
 
 /// Validates suite names; throws InputError for unknown ones.
 void check_suites(const std::vector<std::string>& suites);

@@ -18,21 +18,18 @@
 #include "torchprobe/backend.h"
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/error.h"
+#include "torchprobe/measure.h"
+#include "torchprobe/stats.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/nvtx.h"
-#include "torchprobe/ops/ops.h"
-#include "torchprobe/stats.h"
+#include "torchprobe/ops/peaks.h"
 #include "torchprobe/train/train_step.h"
 
 namespace torchprobe::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kRotatingBatches = 4;         // distinct host batches cycled through
-constexpr double kWarmupSeconds = 0.2;      // warm-up lasts at least this long ...
-constexpr int kMinWarmupStepsGpu = 3;       // ... and at least this many steps (1 on the CPU)
-constexpr double kGpuSampleSeconds = 0.005;  // auto steps-per-sample target on a GPU
-constexpr int kMaxStepsPerSample = 64;
+constexpr int kRotatingBatches = 4;          // distinct host batches cycled through
 constexpr double kPhaseBudgetSeconds = 1.0;  // instrumented pass: up to 5 steps within this
 constexpr int kMaxPhaseSteps = 5;
 constexpr std::int64_t kEpochImages = 50000;  // CIFAR-10's training set
@@ -77,41 +74,17 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   size_t next = 0;
   const auto run_one = [&] { return step.run(*batches[next++ % batches.size()]); };
 
-  // Warm-up: first-touch allocations, cuDNN/cuBLAS handles, caching-allocator growth.
+  // The one measurement policy: warm-up (first-touch allocations, cuDNN/cuBLAS handles, caching-allocator
+  // growth), K steps per sample queued between two timeline marks, one wait per sample. A sample counts
+  // as K iterations, so the reported time is per step.
   torch::Tensor loss;
-  const int min_warmup = device.is_cuda() ? kMinWarmupStepsGpu : 1;
-  const auto warm_start = Clock::now();
-  for (int i = 0; i < min_warmup || seconds_since(warm_start) < kWarmupSeconds; ++i) loss = run_one();
-  backend::synchronize(device);
-
-  int steps_per_sample = requested_steps_per_sample;
-  if (steps_per_sample <= 0) {
-    steps_per_sample = 1;
-    if (device.is_cuda()) {
-      const auto probe_start = Clock::now();
-      for (int i = 0; i < 2; ++i) loss = run_one();
-      backend::synchronize(device);
-      const double step_seconds = seconds_since(probe_start) / 2;
-      steps_per_sample = static_cast<int>(std::clamp(std::ceil(kGpuSampleSeconds / step_seconds), 1.0,
-                                                     static_cast<double>(kMaxStepsPerSample)));
-    }
-    steps_per_sample = stable_calls_per_sample(train_benchmark_name(config), steps_per_sample);
-  }
-
-  // Measured region: each sample queues K steps between two timeline marks; the only wait is
-  // the one that closes the sample. A sample counts as K iterations, so the reported time is per step.
-  auto timeline = backend::make_timeline(device);
-  double total_ms = 0.0;
+  measure::Policy policy = measure::default_policy(device);
+  policy.calls_per_sample = requested_steps_per_sample;
+  measure::Sampler sampler(policy, measure::device_clock(device), [&] { loss = run_one(); });
+  sampler.warm_up();
+  const int steps_per_sample = sampler.calibrate(train_benchmark_name(config));
   backend::profiler_capture_start();
-  while (state.KeepRunningBatch(steps_per_sample)) {
-    timeline->clear();
-    timeline->mark();
-    for (int k = 0; k < steps_per_sample; ++k) loss = run_one();
-    timeline->mark();
-    const double sample_ms = timeline->elapsed_ms().front();
-    total_ms += sample_ms;
-    state.SetIterationTime(sample_ms / 1e3);
-  }
+  const double total_ms = time_samples(state, sampler);
   backend::profiler_capture_stop();
   const float last_loss = loss.item<float>();
   if (!std::isfinite(last_loss)) throw std::runtime_error(fmt::format("the loss became {} during the run", last_loss));
@@ -139,6 +112,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   if (!profile && !variant.graph) {  // a replayed graph is one unit: no phase split
     // Per-phase split, in a separate instrumented pass so the headline figure is unperturbed.
     std::array<std::vector<double>, train::kPhaseCount> phase_ms;
+    const auto timeline = backend::make_timeline(device);
     const auto phase_start = Clock::now();
     for (int i = 0; i < kMaxPhaseSteps && (i == 0 || seconds_since(phase_start) < kPhaseBudgetSeconds); ++i) {
       const auto phases = step.run_instrumented(*batches[next++ % batches.size()], *timeline);

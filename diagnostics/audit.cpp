@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
 
 namespace torchprobe::diagnostics {
 

@@ -6,7 +6,7 @@
 
 #include "diagnostics/memory_search.h"
 #include "torchprobe/backend.h"
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
 #include "torchprobe/memory.h"
 #include "torchprobe/models/registry.h"
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
 

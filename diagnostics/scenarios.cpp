@@ -10,7 +10,7 @@
 
 #include "diagnostics/audit.h"
 #include "torchprobe/backend.h"
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
 #include "torchprobe/models/registry.h"
 

@@ -13,8 +13,12 @@
 TORCHPROBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The PyTorch wheel of the cuda flavour: the version the project's reference GPU host runs.
 TORCHPROBE_TORCH_PIP_VERSION="${TORCHPROBE_TORCH_PIP_VERSION:-2.11.0}"
-TORCHPROBE_DEBS=(cmake ninja-build g++ libopenblas0-pthread libbenchmark-dev libgtest-dev
+TORCHPROBE_DEBS=(cmake ninja-build g++ libbenchmark-dev libgtest-dev
                  libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev)
+# Debian's LibTorch calls whatever libblas.so.3 is selected. OpenBLAS's OpenMP build runs in the OpenMP
+# pool LibTorch uses; its pthreads build keeps a second pool that spins beside it (torchprobe pins that
+# one to a single thread). Both are installed, so the tests cover both; the OpenMP build is selected.
+TORCHPROBE_BLAS_DEBS=(libopenblas0-openmp libopenblas0-pthread)
 
 tp_log() { echo "torchprobe: $*" >&2; }
 
@@ -50,6 +54,32 @@ torchprobe_pip_libtorch() {
   "$venv/bin/python" -W ignore -c 'import torch;print(torch.utils.cmake_prefix_path)'
 }
 
+# Points libblas.so.3, liblapack.so.3 and libopenblas.so.0 at OpenBLAS's OpenMP build (update-alternatives,
+# as root); otherwise says how. All three: Debian's OpenMP libblas.so.3 is a thin interface over whichever
+# libopenblas.so.0 is selected, and over the pthreads one it re-spreads every call over OpenMP's thread
+# count in the pthreads pool. The programs check and warn at run time as well.
+torchprobe_select_openmp_blas() {
+  local arch want current
+  arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)"
+  want="/usr/lib/$arch/openblas-openmp/libblas.so.3"
+  [[ -e "$want" ]] || return 0
+  current="$(readlink -f "/usr/lib/$arch/libblas.so.3" 2>/dev/null || true)"
+  if [[ "$current" == "$(readlink -f "$want")" && "$(readlink -f "/usr/lib/$arch/libopenblas.so.0")" == \
+        "$(readlink -f "/usr/lib/$arch/openblas-openmp/libopenblas.so.0")" ]]; then
+    return 0
+  fi
+  if [[ "$(id -u)" == 0 && "${TORCHPROBE_SKIP_APT:-0}" != 1 ]]; then
+    tp_log "selecting OpenBLAS's OpenMP build for libblas.so.3 and liblapack.so.3 (was $current)"
+    update-alternatives --quiet --set "libblas.so.3-$arch" "$want"
+    update-alternatives --quiet --set "liblapack.so.3-$arch" "/usr/lib/$arch/openblas-openmp/liblapack.so.3"
+    update-alternatives --quiet --set "libopenblas.so.0-$arch" "/usr/lib/$arch/openblas-openmp/libopenblas.so.0"
+  else
+    tp_log "warning: libblas.so.3 is $current, not OpenBLAS's OpenMP build; CPU GEMMs outside LibTorch's parallel"
+    tp_log "  regions will run on one thread. Select it with: for a in libblas.so.3 liblapack.so.3 libopenblas.so.0; do"
+    tp_log "  sudo update-alternatives --set \$a-$arch /usr/lib/$arch/openblas-openmp/\$a; done"
+  fi
+}
+
 torchprobe_build() {
   local generator=() stamp="$TORCHPROBE_BUILD_DIR/.torchprobe-configure-args"
   command -v ninja >/dev/null && generator=(-G Ninja)
@@ -72,10 +102,12 @@ torchprobe_setup() {
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_BUILD_DIR:-$TORCHPROBE_ROOT/build}"
       local nvtx=(-DTORCHPROBE_ENABLE_NVTX="${TORCHPROBE_DEBIAN_NVTX:-ON}")
       if [[ -n "${CMAKE_PREFIX_PATH:-}" ]]; then
-        torchprobe_install_packages "${TORCHPROBE_DEBS[@]}"
+        torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" "${TORCHPROBE_BLAS_DEBS[@]}"
+        torchprobe_select_openmp_blas
         torchprobe_build "${nvtx[@]}" -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH"
       else
-        torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" libtorch-dev
+        torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" "${TORCHPROBE_BLAS_DEBS[@]}" libtorch-dev
+        torchprobe_select_openmp_blas
         torchprobe_build "${nvtx[@]}"
       fi
       ;;

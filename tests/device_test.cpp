@@ -1,4 +1,5 @@
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
+#include "torchprobe/inventory.h"
 
 #include <gtest/gtest.h>
 
@@ -60,36 +61,14 @@ TEST(Inventory, DescribesTheCpuLibTorchAndBlas) {
   const Inventory inv = collect_inventory();
   EXPECT_FALSE(inv.libtorch_version.empty());
   EXPECT_GT(inv.cpu.logical_cores, 0);
-  EXPECT_GT(inv.cpu.torch_threads, 0);
-  EXPECT_FALSE(inv.blas.vendor.empty());
+  EXPECT_GT(inv.threads.intra_op, 0);
+  EXPECT_FALSE(inv.threads.blas.vendor.empty());
   EXPECT_EQ(static_cast<int>(inv.gpus.size()), backend::cuda_device_count());
   const std::string json = inventory_json(inv);
-  for (const char* key : {"\"libtorch_version\"", "\"torch_threads\"", "\"blas\"", "\"vendor\"", "\"cuda\"", "\"devices\""}) {
+  for (const char* key : {"\"libtorch_version\"", "\"torch_threads\"", "\"blas\"", "\"vendor\"", "\"cuda\"", "\"devices\"",
+                          "\"intra_op\"", "\"inter_op\"", "\"blas_threading\"", "\"blas_threads\""}) {
     EXPECT_NE(json.find(key), std::string::npos) << key;
   }
-  EXPECT_NE(inventory_text(inv).find("BLAS"), std::string::npos);
+  EXPECT_NE(inventory_text(inv).find("BLAS threading"), std::string::npos);
 }
 
-TEST(Inventory, BlasDetectionFindsTheLibraryServingSgemm) {
-  const BlasInfo blas = detect_blas();
-  // Debian's libtorch links the system libblas.so.3; the pip wheel carries MKL inside.
-  if (blas.library_path.empty() || blas.library_path.find("libtorch") != std::string::npos) {
-    EXPECT_NE(blas.vendor.find("linked into LibTorch"), std::string::npos) << blas.vendor;
-  } else {
-    EXPECT_NE(blas.library_path.find('/'), std::string::npos);
-  }
-  EXPECT_EQ(blas_warning(blas).empty(), !blas.is_reference);
-  if (blas.vendor == "OpenBLAS") {
-    EXPECT_EQ(blas.detail.rfind("OpenBLAS ", 0), 0u) << "OpenBLAS's own config string";
-  }
-}
-
-TEST(Inventory, ReferenceBlasWarningSaysHowToFixIt) {
-  BlasInfo reference;
-  reference.vendor = "reference BLAS (netlib)";
-  reference.library_path = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
-  reference.is_reference = true;
-  const std::string warning = blas_warning(reference);
-  EXPECT_NE(warning.find("reference BLAS"), std::string::npos);
-  EXPECT_NE(warning.find("apt-get install libopenblas0-pthread"), std::string::npos);
-}

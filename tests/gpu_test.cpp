@@ -6,7 +6,8 @@
 #include <cmath>
 
 #include "torchprobe/backend.h"
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
+#include "torchprobe/inventory.h"
 #include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"

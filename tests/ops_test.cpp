@@ -1,4 +1,5 @@
 #include "torchprobe/ops/ops.h"
+#include "torchprobe/ops/peaks.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -267,14 +268,50 @@ TEST(OpCorrectness, EveryBenchmarkedOpComputesTheRightThing) {
   EXPECT_EQ(checked, 1 + 4 + 52 + 6 + 1);  // n:256, 4 linear shapes, 13 convs x 4 variants, 6 activation ops, 1 MiB copy
 }
 
-TEST(OpPeak, MeasuredOncePerDeviceAndCached) {
+TEST(OpPeak, MeasuredOncePerDeviceAndCachedAndAnUpperBound) {
   const auto first = ops::measured_peak(kCpu, ops::DType::kFp32);
-  EXPECT_GT(first.gflop_per_s, 0.0);
+  EXPECT_GT(first.gemm_gflop_per_s, 0.0);
+  EXPECT_GT(first.conv_gflop_per_s, 0.0);
   EXPECT_GT(first.gb_per_s, 0.0);
   EXPECT_TRUE(std::isfinite(first.gflop_per_s) && std::isfinite(first.gb_per_s));
+  // The roof is the best of every backend and the theoretical peak, and says which one it is.
+  EXPECT_EQ(first.gflop_per_s, std::max({first.gemm_gflop_per_s, first.conv_gflop_per_s, first.theoretical_gflop_per_s}));
+  const double from_source = first.compute_source == "gemm"   ? first.gemm_gflop_per_s
+                             : first.compute_source == "conv" ? first.conv_gflop_per_s
+                                                              : first.theoretical_gflop_per_s;
+  EXPECT_EQ(from_source, first.gflop_per_s) << first.compute_source;
+  EXPECT_EQ(first.theoretical_gflop_per_s > 0.0, !first.theoretical_basis.empty());
   const auto again = ops::measured_peak(kCpu, ops::DType::kFp32);
   EXPECT_EQ(first.gflop_per_s, again.gflop_per_s);
   EXPECT_EQ(first.gb_per_s, again.gb_per_s);
+}
+
+TEST(OpPeak, TheoreticalCpuPeakIsCoresTimesClockTimesFlopPerCycle) {
+  CpuInfo cpu;
+  cpu.vendor = "GenuineIntel";
+  cpu.logical_cores = 2;
+  cpu.max_clock_mhz = 3000.0;
+  cpu.clock_source = "test";
+  cpu.flags = {"avx", "avx2", "fma", "avx512f"};
+  const auto intel = ops::theoretical_cpu_peak(cpu, /*threads=*/2);
+  EXPECT_DOUBLE_EQ(intel.gflop_per_s, 2 * 3.0 * 64);
+  EXPECT_NE(intel.basis.find("2 cores x 3000 MHz"), std::string::npos) << intel.basis;
+  EXPECT_DOUBLE_EQ(ops::theoretical_cpu_peak(cpu, /*threads=*/8).gflop_per_s, 2 * 3.0 * 64) << "threads beyond the cores add nothing";
+  EXPECT_DOUBLE_EQ(ops::theoretical_cpu_peak(cpu, /*threads=*/1).gflop_per_s, 3.0 * 64);
+  cpu.vendor = "AuthenticAMD";
+  cpu.family = 25;  // Zen 4: AVX-512 on 256-bit pipes
+  EXPECT_DOUBLE_EQ(ops::theoretical_cpu_peak(cpu, 2).gflop_per_s, 2 * 3.0 * 32);
+  cpu.flags = {"avx", "avx2", "fma"};
+  cpu.family = 23;
+  cpu.model_number = 1;  // Zen 1: 128-bit FMA pipes
+  EXPECT_DOUBLE_EQ(ops::theoretical_cpu_peak(cpu, 2).gflop_per_s, 2 * 3.0 * 16);
+  cpu.model_number = 0x31;  // Zen 2
+  EXPECT_DOUBLE_EQ(ops::theoretical_cpu_peak(cpu, 2).gflop_per_s, 2 * 3.0 * 32);
+  cpu.vendor = "SomeVendor";
+  EXPECT_EQ(ops::theoretical_cpu_peak(cpu, 2).gflop_per_s, 0.0) << "unknown: no theoretical roof";
+  cpu.vendor = "GenuineIntel";
+  cpu.max_clock_mhz = 0.0;
+  EXPECT_EQ(ops::theoretical_cpu_peak(cpu, 2).gflop_per_s, 0.0) << "no clock: no theoretical roof";
 }
 
 TEST(ModelTables, EveryConvolutionInForwardOrderAndTheModelFlops) {

@@ -227,6 +227,28 @@ TEST(ReportGolden, MarkdownMatchesTheExpectedFile) {
   EXPECT_EQ(markdown, report::read_text_file(kFixtures + "/expected/report.md"));
 }
 
+// A run that cannot be trusted as it stands: host warnings from its context, a CPU step whose phases
+// do not add up, an MFU and op figures above their roofs. Every one is said, and no figure above 100%
+// appears without its label.
+TEST(ReportGolden, TrustWarningsAndRoofLabels) {
+  const auto set = report::load_results({kFixtures + "/trust.json"});
+  const auto charts = report::make_charts(set);
+  std::string markdown = report::to_markdown(set, charts, report::ReportOptions{});
+  markdown = std::regex_replace(markdown, std::regex(kFixtures + "/"), "");
+  EXPECT_EQ(markdown, report::read_text_file(kFixtures + "/expected/trust_report.md"));
+  EXPECT_EQ(report::to_csv(set), report::read_text_file(kFixtures + "/expected/trust_results.csv"));
+  // Any percentage above 100 in the report carries a label.
+  const std::regex over_100(R"((1[0-9]{2}|[2-9][0-9]{2})\.[0-9]%( \((cache-resident|effective)\))?)");
+  for (auto it = std::sregex_iterator(markdown.begin(), markdown.end(), over_100); it != std::sregex_iterator(); ++it) {
+    EXPECT_TRUE((*it)[2].matched) << "unlabelled: " << it->str();
+  }
+  const auto lines = report::warnings(set, /*noise_cv_pct=*/5.0);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_NE(lines[0].find("other processes were busy"), std::string::npos);
+  EXPECT_NE(lines[2].find("phases add up to 2.74 ms"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("MFU 131.5% (effective) is above the compute roof"), std::string::npos) << lines[3];
+}
+
 TEST(ReportSvg, WellFormedWithOneBarPerDevicePerConfiguration) {
   const auto charts = report::make_charts(fixture());
   ASSERT_EQ(charts.size(), 2u);

@@ -21,7 +21,9 @@
 #include "diagnostics/scenarios.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/cli_support.h"
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
+#include "torchprobe/inventory.h"
+#include "torchprobe/trust.h"
 #include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/error.h"
 #include "torchprobe/memory.h"
@@ -32,12 +34,15 @@
 namespace {
 
 int devices_command(bool json, int threads) {
-  if (threads > 0) at::set_num_threads(threads);
+  torchprobe::configure_threads(threads);
   const torchprobe::Inventory inventory = torchprobe::collect_inventory();
   std::printf("%s", json ? (torchprobe::inventory_json(inventory) + "\n").c_str()
                          : torchprobe::inventory_text(inventory).c_str());
-  const std::string warning = torchprobe::blas_warning(inventory.blas);
-  if (json && !warning.empty()) std::fprintf(stderr, "torchprobe: warning: %s\n", warning.c_str());
+  if (json) {
+    for (const auto& w : torchprobe::trust::threading_warnings(inventory.threads)) {
+      std::fprintf(stderr, "torchprobe: warning: %s\n", w.message.c_str());
+    }
+  }
   return 0;
 }
 
@@ -146,7 +151,7 @@ int memory_child(const MemoryFlags& flags, const torchprobe::diagnostics::ProbeO
 int diagnose_memory_command(const MemoryFlags& flags) {
   namespace dx = torchprobe::diagnostics;
   // Not a benchmark: use every core (OpenMP's default may be 1 thread), unless told otherwise.
-  at::set_num_threads(flags.threads > 0 ? flags.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  torchprobe::configure_threads(flags.threads > 0 ? flags.threads : torchprobe::available_cores());
   dx::ProbeOptions options;
   options.search.max_batch = flags.max_batch;
   options.search.tolerance = flags.tolerance_pct / 100.0;
@@ -252,7 +257,7 @@ std::int64_t size_flag(const std::string& flag, const std::string& text) {
 int dist_command(const DistFlags& flags, bool all_reduce) {
   namespace dist = torchprobe::dist;
   const dist::DistEnv env = dist::env_from_environment();
-  if (flags.threads > 0) at::set_num_threads(flags.threads);
+  torchprobe::configure_threads(flags.threads);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeout_s * 1e3));
   dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
   std::string json, text;
@@ -278,7 +283,7 @@ int dist_command(const DistFlags& flags, bool all_reduce) {
 /// `torchprobe dist dataparallel`: one process, torch::nn::parallel::data_parallel over its GPUs.
 int data_parallel_command(const DistFlags& flags) {
   namespace dist = torchprobe::dist;
-  if (flags.threads > 0) at::set_num_threads(flags.threads);
+  torchprobe::configure_threads(flags.threads);
   torchprobe::models::make_model(flags.model);  // an unknown model is an InputError before any step
   const auto devices = torchprobe::backend::parse_cuda_devices(flags.devices);
   const auto result = dist::data_parallel_train(flags.model, devices, flags.batch, flags.steps, flags.warmup);

@@ -14,7 +14,18 @@ struct RooflinePoint {
   double intensity = std::numeric_limits<double>::quiet_NaN();    ///< FLOP per byte moved
   double pct_of_roof = std::numeric_limits<double>::quiet_NaN();  ///< achieved / the roof that binds here
   std::string bound;                                             ///< "compute", "memory" or "" (no roof known)
+  /// Why pct_of_roof is above 100% (roof_label); "" at or below it.
+  std::string label;
 };
+
+/// A figure above 100% of an upper-bound roof is not a plain measurement: a memory-bound op above the
+/// STREAM roof had part of its working set served from cache ("cache-resident"); a compute-bound one
+/// did fewer real FLOPs than the analytic count, e.g. a Winograd or FFT convolution ("effective").
+/// Printers show the label next to any figure above 100%; "" at or below it.
+inline std::string roof_label(double pct_of_roof, const std::string& bound) {
+  if (!(pct_of_roof > 100.0)) return "";
+  return bound == "memory" ? "cache-resident" : "effective";
+}
 
 /// `flops` and `bytes` per call (NaN when unknown), `seconds` per call, peaks NaN when not measured.
 /// A pure data movement (no FLOP) is judged against the bandwidth roof only.
@@ -35,6 +46,7 @@ inline RooflinePoint roofline(double flops, double bytes, double seconds, double
     p.bound = "compute";
     p.pct_of_roof = 100.0 * p.gflop_per_s / peak_gflop_per_s;
   }
+  p.label = roof_label(p.pct_of_roof, p.bound);
   return p;
 }
 

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "torchprobe/backend.h"
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/models/registry.h"
+#include "torchprobe/measure.h"
 #include "torchprobe/stats.h"
 #include "torchprobe/train/train_step.h"
 
@@ -34,17 +36,22 @@ double max_over_ranks(ProcessGroup& group, double value) {
   return *std::max_element(all.begin(), all.end());
 }
 
-/// Median ms of `steps` steps after `warmup`: marks between steps on the device's timeline (CUDA
-/// events on a GPU, so no host synchronisation between steps; the host clock on the CPU).
+/// The measurement policy for a collective loop: exactly `warmup` untimed calls, then every call
+/// timed on its own (marks between calls: CUDA events on a GPU, so no host synchronisation between
+/// them; the host clock on the CPU). Every rank must make the same calls, so no time budget.
+measure::Sampler collective_sampler(const torch::Device& device, int warmup, std::function<void()> call) {
+  measure::Policy policy = measure::default_policy(device);
+  policy.warmup_s = 0.0;
+  policy.min_warmup_calls = warmup;
+  policy.calls_per_sample = 1;
+  return measure::Sampler(policy, measure::device_clock(device), std::move(call));
+}
+
+/// Median ms of `steps` steps after `warmup`.
 double step_ms(train::TrainStep& step, data::Batcher& batcher, int steps, int warmup) {
-  for (int i = 0; i < warmup; ++i) step.run(batcher.next());
-  const auto timeline = backend::make_timeline(step.device());
-  timeline->mark();
-  for (int i = 0; i < steps; ++i) {
-    step.run(batcher.next());
-    timeline->mark();
-  }
-  return median(timeline->elapsed_ms());
+  auto sampler = collective_sampler(step.device(), warmup, [&] { step.run(batcher.next()); });
+  if (warmup > 0) sampler.warm_up();
+  return median(sampler.per_call(steps));
 }
 
 /// The scaling baseline: a plain step of `model` (weights from seed 0) on one device, alone.
@@ -79,19 +86,13 @@ std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min
                                            int iterations) {
   std::vector<AllReduceRow> rows;
   const double n = group.world_size();
-  const auto timeline = backend::make_timeline(group.device());
   for (std::int64_t bytes = std::max<std::int64_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
     torch::Tensor t = torch::ones({bytes / 4}, torch::TensorOptions().dtype(torch::kFloat32).device(group.device()));
-    for (int i = 0; i < 2; ++i) group.all_reduce_sum_(t);
-    timeline->clear();
-    timeline->mark();
-    for (int i = 0; i < iterations; ++i) {
-      group.all_reduce_sum_(t);
-      timeline->mark();
-    }
+    auto sampler = collective_sampler(group.device(), /*warmup=*/2, [&] { group.all_reduce_sum_(t); });
+    sampler.warm_up();
     AllReduceRow row;
     row.bytes = t.numel() * 4;
-    row.median_us = max_over_ranks(group, median(timeline->elapsed_ms()) * 1e3);
+    row.median_us = max_over_ranks(group, median(sampler.per_call(iterations)) * 1e3);
     row.algbw_gbps = static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
     row.busbw_gbps = row.algbw_gbps * 2.0 * (n - 1.0) / n;
     rows.push_back(row);

@@ -6,15 +6,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <fstream>
-#include <map>
 #include <memory>
-#include <mutex>
 
-#include "torchprobe/backend.h"
-#include "torchprobe/device.h"
+#include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
 #include "torchprobe/models/registry.h"
 
@@ -279,27 +273,6 @@ void plan_device(const torch::Device& device, Planner& planner) {
   }
 }
 
-double best_rate(const torch::Device& device, const std::function<void()>& call, double work, double min_sample_s) {
-  for (int i = 0; i < 2; ++i) call();
-  backend::synchronize(device);
-  auto timeline = backend::make_timeline(device);
-  timeline->mark();
-  call();
-  timeline->mark();
-  const double one_ms = std::max(1e-3, timeline->elapsed_ms().front());
-  const int per_sample = static_cast<int>(std::clamp(std::ceil(min_sample_s * 1e3 / one_ms), 1.0, 1000.0));
-  double best = 0.0;
-  for (int sample = 0; sample < 5; ++sample) {
-    timeline->clear();
-    timeline->mark();
-    for (int k = 0; k < per_sample; ++k) call();
-    timeline->mark();
-    const double ms = timeline->elapsed_ms().front() / per_sample;
-    best = std::max(best, work / (ms / 1e3));
-  }
-  return best;
-}
-
 }  // namespace
 
 std::string dtype_name(DType dtype) {
@@ -325,77 +298,6 @@ std::vector<DType> supported_dtypes(const torch::Device& device) {
   return {DType::kFp32};
 }
 
-double matmul_flops(std::int64_t m, std::int64_t k, std::int64_t n) {
-  return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
-}
-
-double matmul_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t element_size) {
-  return static_cast<double>((m * k + k * n + m * n) * element_size);
-}
-
-double conv2d_flops(const ConvShape& s, bool backward) {
-  const double forward = 2.0 * static_cast<double>(s.batch * s.out_channels * s.out_height() * s.out_width()) *
-                         static_cast<double>(s.in_channels * s.kernel * s.kernel);
-  return backward ? 3.0 * forward : forward;
-}
-
-double conv2d_bytes(const ConvShape& s, bool backward, std::int64_t element_size) {
-  const double input = static_cast<double>(s.batch * s.in_channels * s.height * s.width);
-  const double weight = static_cast<double>(s.out_channels * s.in_channels * s.kernel * s.kernel);
-  const double output = static_cast<double>(s.batch * s.out_channels * s.out_height() * s.out_width());
-  const double elements = backward ? 3 * input + 3 * weight + 2 * output : input + weight + output;
-  return elements * static_cast<double>(element_size);
-}
-
-std::vector<ConvShape> model_conv_layers(const std::string& model) {
-  if (model == "net") {
-    return {{1, 3, 32, 32, 6, 5, 1, 0}, {1, 6, 14, 14, 16, 5, 1, 0}};
-  }
-  if (model == "resnet18") {  // CIFAR variant: 3x3 stem, no max-pool; stages at 32, 16, 8, 4
-    std::vector<ConvShape> layers = {{1, 3, 32, 32, 64, 3, 1, 1}};
-    std::int64_t in = 64, size = 32;
-    for (const std::int64_t planes : {64, 128, 256, 512}) {
-      const std::int64_t stride = planes == 64 ? 1 : 2, out = size / stride;
-      // Block 1: conv1 (strided), conv2, then the 1x1 strided downsample where the shape changes.
-      layers.push_back({1, in, size, size, planes, 3, stride, 1});
-      layers.push_back({1, planes, out, out, planes, 3, 1, 1});
-      if (stride != 1 || in != planes) layers.push_back({1, in, size, size, planes, 1, stride, 0});
-      // Block 2: two convolutions at the stage's size.
-      layers.push_back({1, planes, out, out, planes, 3, 1, 1});
-      layers.push_back({1, planes, out, out, planes, 3, 1, 1});
-      in = planes;
-      size = out;
-    }
-    return layers;
-  }
-  throw InputError(fmt::format("no convolution table for model '{}'", model));
-}
-
-std::vector<ConvShape> model_conv_shapes(const std::string& model) {
-  std::vector<ConvShape> distinct;
-  for (const ConvShape& s : model_conv_layers(model)) {
-    const auto same = [&](const ConvShape& d) {
-      return d.in_channels == s.in_channels && d.height == s.height && d.width == s.width &&
-             d.out_channels == s.out_channels && d.kernel == s.kernel && d.stride == s.stride && d.padding == s.padding;
-    };
-    if (std::find_if(distinct.begin(), distinct.end(), same) == distinct.end()) distinct.push_back(s);
-  }
-  return distinct;
-}
-
-std::vector<std::pair<std::int64_t, std::int64_t>> model_linear_shapes(const std::string& model) {
-  if (model == "net") return {{400, 120}, {120, 84}, {84, 10}};
-  if (model == "resnet18") return {{512, 10}};
-  throw InputError(fmt::format("no linear-layer table for model '{}'", model));
-}
-
-double model_forward_flops(const std::string& model) {
-  double flops = 0.0;
-  for (const ConvShape& s : model_conv_layers(model)) flops += conv2d_flops(s, /*backward=*/false);
-  for (const auto& [in, out] : model_linear_shapes(model)) flops += matmul_flops(1, in, out);
-  return flops;
-}
-
 std::string OpCase::name() const {
   std::string text = fmt::format("op/{}/{}", op, device_string(device));
   for (const auto& [k, v] : params) text += "/" + k + ":" + v;
@@ -419,35 +321,6 @@ std::vector<OpCase> plan_ops(const std::vector<torch::Device>& devices, const Op
   return plan;
 }
 
-Peak measured_peak(const torch::Device& device, DType dtype) {
-  static std::mutex mutex;
-  static std::map<std::string, Peak> cache;
-  const std::string key = device_string(device) + "/" + dtype_name(dtype);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = cache.find(key); it != cache.end()) return it->second;
-
-  torch::NoGradGuard no_grad;
-  MathModeGuard math(dtype);
-  Peak peak;
-  const std::int64_t n = device.is_cuda() ? 8192 : 2048;
-  const auto o = options_for(device, dtype);
-  const auto a = torch::randn({n, n}, o), b = torch::randn({n, n}, o);
-  auto c = torch::empty({n, n}, o);
-  const double min_sample_s = device.is_cuda() ? 0.02 : 0.0;
-  peak.gflop_per_s = best_rate(device, [&] { torch::mm_out(c, a, b); }, matmul_flops(n, n, n), min_sample_s) / 1e9;
-  // Bandwidth: the better of two STREAM kernels, copy (read + write) and add (two reads + write);
-  // on some CPUs ATen's copy_ alone does not saturate memory.
-  const std::int64_t stream_bytes = (device.is_cuda() ? 1024 : 256) * kMiB;
-  const auto x = torch::randn({stream_bytes / 4}, options_for(device, DType::kFp32));
-  const auto y = torch::randn_like(x);
-  auto z = torch::empty_like(x);
-  const double bytes = static_cast<double>(stream_bytes);
-  peak.gb_per_s = std::max(best_rate(device, [&] { z.copy_(x); }, 2.0 * bytes, min_sample_s),
-                           best_rate(device, [&] { torch::add_out(z, x, y); }, 3.0 * bytes, min_sample_s)) / 1e9;
-  cache[key] = peak;
-  return peak;
-}
-
 MathModeGuard::MathModeGuard(DType dtype) {
   const bool tf32 = dtype == DType::kTf32;
   at::globalContext().setAllowTF32CuBLAS(tf32);
@@ -457,33 +330,6 @@ MathModeGuard::MathModeGuard(DType dtype) {
 MathModeGuard::~MathModeGuard() {
   at::globalContext().setAllowTF32CuBLAS(false);
   at::globalContext().setAllowTF32CuDNN(true);
-}
-
-std::int64_t cache_bytes(const torch::Device& device) {
-  if (device.is_cuda()) {
-    const auto l2 = backend::cuda_device_info(device.index()).l2_cache_bytes;
-    return l2 > 0 ? l2 : 64 * kMiB;
-  }
-  std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
-  std::string text;
-  if (in >> text && !text.empty()) {
-    try {
-      const std::int64_t value = std::stoll(text);
-      const char unit = text.back();
-      return unit == 'K' ? value * 1024 : unit == 'M' ? value * kMiB : value;
-    } catch (const std::exception&) {
-    }
-  }
-  return 32 * kMiB;
-}
-
-void flush_cache(const torch::Device& device) {
-  static std::mutex mutex;
-  static std::map<std::string, torch::Tensor> buffers;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& buffer = buffers[device_string(device)];
-  if (!buffer.defined()) buffer = torch::empty({2 * cache_bytes(device)}, torch::TensorOptions().device(device).dtype(torch::kUInt8));
-  buffer.fill_(1);
 }
 
 }  // namespace torchprobe::ops

@@ -48,7 +48,7 @@ Table phase_table(const ResultSet& results) {
   Table t;
   t.header = {"benchmark"};
   for (const auto& p : kPhases) t.header.push_back(p + " ms");
-  t.header.insert(t.header.end(), {"sum of phases ms", "step ms"});
+  t.header.insert(t.header.end(), {"sum of phases ms", "step ms", "step vs phases"});
   t.right_aligned.assign(t.header.size(), true);
   t.right_aligned[0] = false;
   for (const auto& r : results.results) {
@@ -62,6 +62,12 @@ Table phase_table(const ResultSet& results) {
     }
     cells.push_back(format_ms(sum));
     cells.push_back(format_ms(r.median_ms));
+    // On the CPU the phases are the step's only work, so they must add up (on a GPU the instrumented
+    // pass synchronises between phases and the pipelined step is shorter).
+    const double gap = r.median_ms > 0.0 ? 100.0 * (r.median_ms - sum) / r.median_ms : NAN;
+    std::string check = format_pct(gap, /*sign=*/true);
+    if (r.device == "cpu" && std::fabs(gap) > 100.0 * kPhaseSumTolerance) check += " (do not add up: see Warnings)";
+    cells.push_back(check);
     t.add(cells);
   }
   return t;
@@ -98,7 +104,7 @@ Table variant_table(const ResultSet& results) {
                              : r.counter("images_per_s") / base->second->counter("images_per_s");
     t.add({r.subject, r.device_label, std::to_string(r.batch), variant.empty() ? "baseline" : variant,
            format_ms(r.median_ms), format_rate(r.counter("images_per_s")), format_number(r.counter("epoch_s")),
-           format_number(r.counter("model_tflop_per_s")), format_pct(r.counter("mfu_pct")), format_ratio(ratio)});
+           format_number(r.counter("model_tflop_per_s")), format_roof_pct(r.counter("mfu_pct"), mfu_label(r)), format_ratio(ratio)});
   }
   return t;
 }
@@ -133,7 +139,7 @@ Table op_table(const ResultSet& results) {
     const bool computes = r.counter("flops") > 0;  // copies and moves: bytes only
     t.add({r.subject, r.device_label, shape_of(r), r.dtype.empty() ? "-" : r.dtype, format_ms(r.median_ms), cv_cell(r),
            computes ? format_number(m.gflop_per_s) : "-", format_number(m.gb_per_s),
-           computes ? format_number(m.intensity) : "-", format_pct(m.pct_of_roof), m.bound.empty() ? "-" : m.bound});
+           computes ? format_number(m.intensity) : "-", format_roof_pct(m.pct_of_roof, m.label), m.bound.empty() ? "-" : m.bound});
   }
   return t;
 }
@@ -199,7 +205,8 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
     const Table phases = phase_table(results);
     if (!phases.rows.empty()) {
       out += "\n### Per-phase breakdown\n\nMedian ms per phase from a separate instrumented pass (a device sync "
-             "between phases), so the sum exceeds the pipelined step time on a GPU.\n\n" + phases.markdown();
+             "between phases), so the sum exceeds the pipelined step time on a GPU; on the CPU the step and the sum of "
+             "its phases must agree within 25%.\n\n" + phases.markdown();
     }
   }
   const Table ops = op_table(results);

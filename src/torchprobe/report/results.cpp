@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "torchprobe/input_error.h"
+#include "torchprobe/stats.h"
 
 namespace torchprobe::report {
 
@@ -95,6 +96,17 @@ RunContext parse_context(const json& doc, const std::string& source) {
   ctx.blas = string_or(c, "blas");
   ctx.data = string_or(c, "data");
   ctx.devices = devices_from_inventory(string_or(c, "inventory"), source);
+  const std::string warnings = string_or(c, "trust_warnings");
+  if (!warnings.empty()) {
+    json list;
+    try {
+      list = json::parse(warnings);
+    } catch (const json::exception& e) {
+      throw InputError(fmt::format("{}: context.trust_warnings is not valid JSON: {}", source, e.what()));
+    }
+    if (!list.is_array()) throw InputError(fmt::format("{}: context.trust_warnings is not a JSON array", source));
+    for (const auto& w : list) ctx.trust_warnings.push_back(w.is_object() ? string_or(w, "message") : w.dump());
+  }
   return ctx;
 }
 
@@ -171,24 +183,6 @@ void label_devices(ResultSet& set) {
 double Result::counter(const std::string& name) const {
   const auto it = counters.find(name);
   return it == counters.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
-}
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
-}
-
-double cv_percent(const std::vector<double>& values) {
-  if (values.size() < 2) return -1.0;
-  double mean = 0.0;
-  for (const double v : values) mean += v;
-  mean /= static_cast<double>(values.size());
-  double sq = 0.0;
-  for (const double v : values) sq += (v - mean) * (v - mean);
-  const double stddev = std::sqrt(sq / static_cast<double>(values.size() - 1));
-  return mean > 0.0 ? 100.0 * stddev / mean : -1.0;
 }
 
 void parse_benchmark_name(const std::string& name, Result& result) {
@@ -299,9 +293,10 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
     Result& r = acc.result;
     if (!r.samples_ms.empty()) {
       r.repetitions = static_cast<int>(r.samples_ms.size());
-      r.median_ms = median_of(r.samples_ms);
-      r.cv_pct = cv_percent(r.samples_ms);
-      for (const auto& [k, values] : acc.counters) r.counters[k] = median_of(values);
+      const Stats stats = summarize(r.samples_ms);
+      r.median_ms = stats.median;
+      r.cv_pct = stats.samples >= 2 && stats.mean > 0.0 ? stats.cv_pct : -1.0;
+      for (const auto& [k, values] : acc.counters) r.counters[k] = median(values);
     } else if (!acc.aggregate_median_ms.empty()) {  // --benchmark_report_aggregates_only files
       r.repetitions = acc.aggregate_repetitions;
       r.median_ms = acc.aggregate_median_ms.front();

@@ -22,6 +22,7 @@ struct RunContext {
   std::string torchprobe_version, libtorch_version, threads, blas, data;
   int num_cpus = 0;
   std::vector<DeviceInfo> devices;  ///< from the inventory; empty for plain gbench files
+  std::vector<std::string> trust_warnings;  ///< what the run found on its host at start (torchprobe-bench's context)
 };
 
 /// One benchmark (all its repetitions) on one device.
@@ -70,9 +71,5 @@ void write_text_file(const std::string& path, const std::string& text);
 
 /// Splits "train_step/net/cuda:0/batch:64" into suite, subject, device and key:value params.
 void parse_benchmark_name(const std::string& name, Result& result);
-
-/// Sample statistics used by every printer.
-double median_of(std::vector<double> values);
-double cv_percent(const std::vector<double>& values);  ///< < 0 for fewer than 2 values
 
 }  // namespace torchprobe::report

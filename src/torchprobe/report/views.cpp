@@ -90,9 +90,12 @@ OpMetrics op_metrics(const Result& r) {
                   r.counter("peak_gb_per_s"));
 }
 
+std::string mfu_label(const Result& r) { return roof_label(r.counter("mfu_pct"), "compute"); }
+
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct) {
   std::vector<std::string> lines;
   for (const auto& c : results.contexts) {
+    for (const auto& w : c.trust_warnings) lines.push_back(fmt::format("{} (host `{}`): {}", c.source, c.host, w));
     if (c.build_type == "debug") {
       lines.push_back(fmt::format("{}: the Google Benchmark library reports a Debug build (Debian's package does): "
                                   "its loop overhead is higher; torchprobe's own timers are unaffected", c.source));
@@ -101,10 +104,42 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
   for (const auto& r : results.results) {
     if (r.failed()) {
       lines.push_back(fmt::format("`{}` did not run: {}", r.name, r.error));
-    } else if (r.cv_pct > noise_cv_pct) {
+      continue;
+    }
+    if (r.cv_pct > noise_cv_pct) {
       lines.push_back(fmt::format("`{}`: CV {} over {} repetitions exceeds the {} noise threshold; treat its "
-                                  "differences with care", r.name, format_pct(r.cv_pct), r.repetitions,
-                                  format_pct(noise_cv_pct)));
+                                  "differences with care, or add repetitions on a quieter host",
+                                  r.name, format_pct(r.cv_pct), r.repetitions, format_pct(noise_cv_pct)));
+    }
+    if (r.suite == "train_step" && r.device == "cpu" && r.has("forward_ms")) {
+      double sum = 0.0;
+      for (const auto& p : kPhases) sum += std::isfinite(r.counter(p + "_ms")) ? r.counter(p + "_ms") : 0.0;
+      if (r.median_ms > 0.0 && std::fabs(r.median_ms - sum) > kPhaseSumTolerance * r.median_ms) {
+        lines.push_back(fmt::format("`{}`: the step took {} ms but its phases add up to {} ms ({}): on the CPU they "
+                                    "should match, so something outside the step's work ran during it (another thread "
+                                    "pool spinning, other processes); check `torchprobe devices` for BLAS threading "
+                                    "warnings and the host's load",
+                                    r.name, format_ms(r.median_ms), format_ms(sum),
+                                    format_pct(100.0 * (r.median_ms - sum) / r.median_ms, /*sign=*/true)));
+      }
+    }
+    const std::string mfu = mfu_label(r);
+    if (!mfu.empty()) {
+      lines.push_back(fmt::format("`{}`: MFU {} is above the compute roof: the kernels did fewer real FLOPs than the "
+                                  "model's analytic count (e.g. Winograd/FFT convolutions), so it is an effective rate",
+                                  r.name, format_roof_pct(r.counter("mfu_pct"), mfu)));
+    }
+    if (r.suite == "op") {
+      const OpMetrics m = op_metrics(r);
+      if (!m.label.empty()) {
+        lines.push_back(fmt::format("`{}`: {} of the {} roof: {}", r.name, format_roof_pct(m.pct_of_roof, m.label),
+                                    m.bound,
+                                    m.label == "cache-resident"
+                                        ? "part of its working set was served from cache, faster than the STREAM triad "
+                                          "reads memory; the figure is not the memory system's"
+                                        : "the kernel did fewer real FLOPs than the analytic count (e.g. a Winograd or "
+                                          "FFT convolution); the figure is an effective rate"));
+      }
     }
   }
   return lines;

@@ -44,7 +44,15 @@ double images_per_s(const TrainRow& row, const std::string& device);
 using OpMetrics = RooflinePoint;
 OpMetrics op_metrics(const Result& result);
 
-/// Lines that say a figure cannot be trusted: high CV, failed or skipped runs, Debug builds.
+/// MFU of a training step with its label when above 100% ("effective": fewer real FLOPs than counted).
+std::string mfu_label(const Result& result);
+
+/// A CPU training step whose median time differs from the sum of its phases by more than this share.
+constexpr double kPhaseSumTolerance = 0.25;
+
+/// Lines that say a figure cannot be trusted, each with what to do: what the run found on its host
+/// (busy processes, frequency scaling, threads, BLAS), Debug builds, a CV above the noise threshold, a
+/// CPU step that differs from the sum of its phases, figures above their roof, failed or skipped runs.
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct);
 
 }  // namespace torchprobe::report

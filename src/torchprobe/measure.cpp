@@ -1,0 +1,143 @@
+#include "torchprobe/measure.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "torchprobe/device_spec.h"
+
+namespace torchprobe::measure {
+
+Policy default_policy(const torch::Device& device) {
+  Policy p;
+  if (device.is_cuda()) {
+    p.min_warmup_calls = 3;
+    p.sample_s = 5e-3;
+  }
+  return p;
+}
+
+Clock device_clock(const torch::Device& device) {
+  Clock clock;
+  clock.make_timeline = [device] { return backend::make_timeline(device); };
+  clock.wait = [device] { backend::synchronize(device); };
+  clock.now_s = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  return clock;
+}
+
+Sampler::Sampler(Policy policy, Clock clock, std::function<void()> call, std::function<void()> before_sample,
+                 std::function<void()> flush)
+    : policy_(policy),
+      clock_(std::move(clock)),
+      call_(std::move(call)),
+      before_sample_(std::move(before_sample)),
+      flush_(std::move(flush)),
+      timeline_(clock_.make_timeline()) {
+  if (policy_.cold && !flush_) throw std::invalid_argument("Sampler: cold mode needs a cache flush");
+}
+
+int Sampler::warm_up() {
+  const double start = clock_.now_s();
+  int calls = 0;
+  while (calls < policy_.min_warmup_calls || clock_.now_s() - start < policy_.warmup_s) {
+    if (before_sample_) before_sample_();
+    call_();
+    ++calls;
+  }
+  clock_.wait();
+  return calls;
+}
+
+void Sampler::prepare_sample() {
+  if (before_sample_) before_sample_();
+  if (policy_.cold) flush_();
+}
+
+int Sampler::calibrate(const std::string& stable_key) {
+  int calls = 1;
+  if (policy_.calls_per_sample > 0) {
+    calls = policy_.calls_per_sample;
+  } else if (!policy_.cold) {
+    prepare_sample();
+    timeline_->clear();
+    timeline_->mark();
+    call_();
+    timeline_->mark();
+    const double probe_ms = std::max(1e-6, timeline_->elapsed_ms().front());
+    calls = static_cast<int>(std::clamp(std::ceil(policy_.sample_s * 1e3 / probe_ms), 1.0,
+                                        static_cast<double>(std::max(1, policy_.max_calls_per_sample))));
+  }
+  if (!stable_key.empty()) {
+    static std::mutex mutex;
+    static std::map<std::string, int> first;
+    std::lock_guard<std::mutex> lock(mutex);
+    calls = first.try_emplace(stable_key, calls).first->second;
+  }
+  calls_per_sample_ = calls;
+  return calls;
+}
+
+double Sampler::sample() {
+  prepare_sample();
+  timeline_->clear();
+  timeline_->mark();
+  for (int k = 0; k < calls_per_sample_; ++k) call_();
+  timeline_->mark();
+  return timeline_->elapsed_ms().front();
+}
+
+std::vector<double> Sampler::run(int samples) {
+  warm_up();
+  calibrate();
+  std::vector<double> per_call_ms;
+  for (int i = 0; i < samples; ++i) per_call_ms.push_back(sample() / calls_per_sample_);
+  return per_call_ms;
+}
+
+std::vector<double> Sampler::per_call(int calls) {
+  timeline_->clear();
+  timeline_->mark();
+  for (int i = 0; i < calls; ++i) {
+    call_();
+    timeline_->mark();
+  }
+  return timeline_->elapsed_ms();
+}
+
+std::int64_t cache_bytes(const torch::Device& device) {
+  constexpr std::int64_t kMiB = 1024 * 1024;
+  if (device.is_cuda()) {
+    const auto l2 = backend::cuda_device_info(device.index()).l2_cache_bytes;
+    return l2 > 0 ? l2 : 64 * kMiB;
+  }
+  std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  std::string text;
+  if (in >> text && !text.empty()) {
+    try {
+      const std::int64_t value = std::stoll(text);
+      const char unit = text.back();
+      return unit == 'K' ? value * 1024 : unit == 'M' ? value * kMiB : value;
+    } catch (const std::exception&) {
+    }
+  }
+  return 32 * kMiB;
+}
+
+void flush_cache(const torch::Device& device) {
+  static std::mutex mutex;
+  static std::map<std::string, torch::Tensor> buffers;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& buffer = buffers[device_string(device)];
+  if (!buffer.defined()) buffer = torch::empty({2 * cache_bytes(device)}, torch::TensorOptions().device(device).dtype(torch::kUInt8));
+  buffer.fill_(1);
+}
+
+}  // namespace torchprobe::measure

@@ -1,0 +1,109 @@
+#include "torchprobe/ops/peaks.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "torchprobe/blas.h"
+#include "torchprobe/device_spec.h"
+#include "torchprobe/measure.h"
+#include "torchprobe/ops/counts.h"
+
+namespace torchprobe::ops {
+namespace {
+
+constexpr int kPeakSamples = 5;
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+/// The fastest of a few samples of `call`, as work units per second (a roof is a best case).
+double best_rate(const torch::Device& device, const std::function<void()>& call, double work) {
+  measure::Sampler sampler(measure::default_policy(device), measure::device_clock(device), call);
+  const auto ms = sampler.run(kPeakSamples);
+  return work / (*std::min_element(ms.begin(), ms.end()) / 1e3);
+}
+
+struct FlopPerCycle {
+  int value = 0;
+  std::string isa;
+};
+
+FlopPerCycle fp32_flop_per_cycle(const CpuInfo& cpu) {
+  const bool amd = cpu.vendor == "AuthenticAMD", intel = cpu.vendor == "GenuineIntel";
+  if (!amd && !intel) return {};
+  if (cpu.has_flag("avx512f")) {
+    if (amd && cpu.family == 25) return {32, "AVX-512 on AMD Zen 4: two 256-bit FMA pipes, 512-bit ops double-pumped"};
+    if (amd) return {64, "AVX-512: two 512-bit FMA pipes"};
+    return {64, "AVX-512: up to two 512-bit FMA units"};
+  }
+  if (cpu.has_flag("avx2") && cpu.has_flag("fma")) {
+    if (amd && cpu.family == 23 && cpu.model_number < 0x30) return {16, "AVX2 on AMD Zen 1: two 128-bit FMA pipes"};
+    return {32, "AVX2: two 256-bit FMA units"};
+  }
+  if (cpu.has_flag("avx")) return {16, "AVX: 256-bit multiply and add units"};
+  if (cpu.has_flag("sse4_2")) return {8, "SSE: 128-bit multiply and add units"};
+  return {};
+}
+
+}  // namespace
+
+TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads) {
+  TheoreticalPeak peak;
+  const FlopPerCycle per_cycle = fp32_flop_per_cycle(cpu);
+  const int cores = std::min(std::max(threads, 1), std::max(cpu.logical_cores, 1));
+  if (per_cycle.value == 0 || cpu.max_clock_mhz <= 0.0) return peak;
+  peak.gflop_per_s = cores * cpu.max_clock_mhz * 1e-3 * per_cycle.value;
+  peak.basis = fmt::format("{} core{} x {:.0f} MHz ({}) x {} FLOP/cycle ({})", cores, cores == 1 ? "" : "s",
+                           cpu.max_clock_mhz, cpu.clock_source, per_cycle.value, per_cycle.isa);
+  return peak;
+}
+
+Peak measured_peak(const torch::Device& device, DType dtype) {
+  static std::mutex mutex;
+  static std::map<std::string, Peak> cache;
+  const std::string key = device_string(device) + "/" + dtype_name(dtype);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+
+  torch::NoGradGuard no_grad;
+  MathModeGuard math(dtype);
+  Peak peak;
+  const auto o = torch::TensorOptions().device(device).dtype(storage_type(dtype));
+  {  // a large GEMM: the BLAS on the CPU, cuBLAS on a GPU
+    const std::int64_t n = device.is_cuda() ? 8192 : 2048;
+    const auto a = torch::randn({n, n}, o), b = torch::randn({n, n}, o);
+    auto c = torch::empty({n, n}, o);
+    peak.gemm_gflop_per_s = best_rate(device, [&] { torch::mm_out(c, a, b); }, matmul_flops(n, n, n)) / 1e9;
+  }
+  {  // a large convolution: oneDNN on the CPU, cuDNN on a GPU (resnet18's most frequent layer)
+    ConvShape s{device.is_cuda() ? 256 : 64, 64, 32, 32, 64, 3, 1, 1};
+    const auto x = torch::randn({s.batch, s.in_channels, s.height, s.width}, o);
+    const auto w = torch::randn({s.out_channels, s.in_channels, s.kernel, s.kernel}, o) * 0.1;
+    peak.conv_gflop_per_s =
+        best_rate(device, [&] { torch::conv2d(x, w, /*bias=*/{}, /*stride=*/s.stride, /*padding=*/s.padding); },
+                  conv2d_flops(s, /*backward=*/false)) / 1e9;
+  }
+  if (device.is_cpu() && dtype == DType::kFp32) {
+    const TheoreticalPeak theory = theoretical_cpu_peak(read_cpu_info(), current_threads().intra_op);
+    peak.theoretical_gflop_per_s = theory.gflop_per_s;
+    peak.theoretical_basis = theory.basis;
+  }
+  peak.gflop_per_s = std::max({peak.gemm_gflop_per_s, peak.conv_gflop_per_s, peak.theoretical_gflop_per_s});
+  peak.compute_source = peak.gflop_per_s == peak.theoretical_gflop_per_s ? "theoretical"
+                        : peak.gflop_per_s == peak.conv_gflop_per_s      ? "conv"
+                                                                         : "gemm";
+  {  // STREAM triad a = b + s*c over arrays of at least 4x the last-level cache, every thread
+    const std::int64_t floor_bytes = (device.is_cuda() ? 1024 : 256) * kMiB;
+    const std::int64_t array_bytes = std::max(floor_bytes, 4 * measure::cache_bytes(device));
+    const auto fp32 = torch::TensorOptions().device(device).dtype(torch::kFloat32);
+    const auto b = torch::randn({array_bytes / 4}, fp32), c = torch::randn({array_bytes / 4}, fp32);
+    auto a = torch::empty_like(b);
+    peak.gb_per_s = best_rate(device, [&] { torch::add_out(a, b, c, /*alpha=*/3.0); }, 3.0 * static_cast<double>(array_bytes)) / 1e9;
+  }
+  cache[key] = peak;
+  return peak;
+}
+
+}  // namespace torchprobe::ops

@@ -1,0 +1,36 @@
+#pragma once
+// The roofs a device's figures are judged against. They must be upper bounds: the compute roof is
+// the best of every backend LibTorch uses for the dtype (a GEMM through the BLAS or cuBLAS, a
+// convolution through oneDNN or cuDNN) and, where known, the theoretical peak of the CPU
+// (cores x clock x FLOP per cycle for its ISA); the memory roof is a STREAM triad with every thread.
+#include <string>
+
+#include <torch/types.h>
+
+#include "torchprobe/inventory.h"
+#include "torchprobe/ops/ops.h"
+
+namespace torchprobe::ops {
+
+/// The theoretical fp32 peak of `threads` cores of this CPU: cores x clock x FLOP/cycle.
+struct TheoreticalPeak {
+  double gflop_per_s = 0.0;  ///< 0: unknown
+  std::string basis;         ///< e.g. "2 cores x 2596 MHz x 32 FLOP/cycle (AVX-512 on AMD Zen 4: two 256-bit FMA pipes)"
+};
+/// Per-core fp32 FLOP per cycle: 2 x FMA pipes x lanes (AVX-512 64 on Intel, 32 on Zen 4, 64 on
+/// Zen 5; AVX2+FMA 32, 16 on Zen 1; AVX 16; SSE 8); unknown vendors and ISAs give 0.
+TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads);
+
+struct Peak {
+  double gflop_per_s = 0.0;              ///< the compute roof: the largest of the three below
+  double gemm_gflop_per_s = 0.0;         ///< measured: best large GEMM (mm_out, 2048 CPU / 8192 GPU)
+  double conv_gflop_per_s = 0.0;         ///< measured: best large convolution (resnet18's 3x3 64->64, analytic FLOP)
+  double theoretical_gflop_per_s = 0.0;  ///< cores x clock x FLOP/cycle (CPU fp32); 0 where unknown
+  std::string compute_source;            ///< "gemm", "conv" or "theoretical": which set the roof
+  std::string theoretical_basis;
+  double gb_per_s = 0.0;                 ///< the memory roof: best STREAM triad a = b + s*c, 3 arrays >= 4x the LLC
+};
+/// Measured once per device and dtype per process (all threads), then cached.
+Peak measured_peak(const torch::Device& device, DType dtype);
+
+}  // namespace torchprobe::ops

@@ -1,0 +1,155 @@
+#include "torchprobe/measure.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "test_util.h"
+
+using namespace torchprobe;
+
+namespace {
+
+// A virtual clock: time moves only when the work runs (by its cost), so every figure is exact.
+struct FakeTime {
+  double now_ms = 0.0;
+  int waits = 0;
+};
+
+class FakeTimeline final : public backend::Timeline {
+ public:
+  explicit FakeTimeline(std::shared_ptr<FakeTime> time) : time_(std::move(time)) {}
+  void mark() override { marks_.push_back(time_->now_ms); }
+  std::vector<double> elapsed_ms() override {
+    ++time_->waits;  // reading a device timeline waits for it once
+    std::vector<double> out;
+    for (size_t i = 1; i < marks_.size(); ++i) out.push_back(marks_[i] - marks_[i - 1]);
+    return out;
+  }
+  void clear() override { marks_.clear(); }
+
+ private:
+  std::shared_ptr<FakeTime> time_;
+  std::vector<double> marks_;
+};
+
+measure::Clock fake_clock(const std::shared_ptr<FakeTime>& time) {
+  return {[time] { return std::make_unique<FakeTimeline>(time); }, [time] { ++time->waits; },
+          [time] { return time->now_ms / 1e3; }};
+}
+
+}  // namespace
+
+TEST(Measure, WarmUpMeetsBothBoundsExactly) {
+  auto time = std::make_shared<FakeTime>();
+  int calls = 0;
+  measure::Policy policy;
+  policy.warmup_s = 0.010;  // 10 ms of 0.3 ms calls: 34 calls (33 make 9.9 ms)
+  policy.min_warmup_calls = 3;
+  measure::Sampler sampler(policy, fake_clock(time), [&] {
+    ++calls;
+    time->now_ms += 0.3;
+  });
+  EXPECT_EQ(sampler.warm_up(), 34);
+  EXPECT_EQ(calls, 34);
+  EXPECT_EQ(time->waits, 1) << "one wait for the device at the end of the warm-up";
+
+  policy.warmup_s = 0.0;  // the call-count bound alone
+  time->now_ms = 0.0;
+  measure::Sampler counted(policy, fake_clock(time), [&] { time->now_ms += 0.3; });
+  EXPECT_EQ(counted.warm_up(), 3);
+}
+
+TEST(Measure, CalibrationFillsTheTargetSampleAndStaysStablePerKey) {
+  auto time = std::make_shared<FakeTime>();
+  double cost = 0.3;
+  measure::Policy policy;
+  policy.sample_s = 1e-3;  // ceil(1 / 0.3) = 4 calls per sample
+  measure::Sampler sampler(policy, fake_clock(time), [&] { time->now_ms += cost; });
+  EXPECT_EQ(sampler.calibrate("measure_test/stable"), 4);
+  EXPECT_DOUBLE_EQ(sampler.sample(), 1.2);
+
+  cost = 0.125;  // a later calibration of the same benchmark keeps the first count (gbench repetitions)
+  EXPECT_EQ(sampler.calibrate("measure_test/stable"), 4);
+  EXPECT_EQ(sampler.calibrate(), 8) << "without a key: ceil(1 / 0.125)";
+  cost = 1.0 / 128;
+  policy.max_calls_per_sample = 64;
+  measure::Sampler capped(policy, fake_clock(time), [&] { time->now_ms += cost; });
+  EXPECT_EQ(capped.calibrate(), 64);
+  policy.calls_per_sample = 7;
+  measure::Sampler fixed(policy, fake_clock(time), [&] { time->now_ms += cost; });
+  EXPECT_EQ(fixed.calibrate(), 7);
+}
+
+TEST(Measure, ColdModeFlushesBeforeEverySampleOfOneCall) {
+  auto time = std::make_shared<FakeTime>();
+  int flushes = 0, resets = 0;
+  measure::Policy policy;
+  policy.cold = true;
+  policy.warmup_s = 0.0;
+  measure::Sampler sampler(
+      policy, fake_clock(time), [&] { time->now_ms += 2.0; }, [&] { ++resets; },
+      [&] {
+        ++flushes;
+        time->now_ms += 50.0;  // the flush is untimed: outside the marks
+      });
+  const auto ms = sampler.run(5);
+  EXPECT_EQ(sampler.calls_per_sample(), 1);
+  EXPECT_EQ(flushes, 5);
+  EXPECT_EQ(resets, 1 + 5) << "before the warm-up call and before each sample";
+  ASSERT_EQ(ms.size(), 5u);
+  for (const double v : ms) EXPECT_DOUBLE_EQ(v, 2.0);
+  EXPECT_THROW(measure::Sampler(policy, fake_clock(time), [] {}), std::invalid_argument);
+}
+
+TEST(Measure, PerCallTimesEveryCallWithOneWait) {
+  auto time = std::make_shared<FakeTime>();
+  int i = 0;
+  measure::Sampler sampler(measure::Policy{}, fake_clock(time), [&] { time->now_ms += ++i; });
+  const auto ms = sampler.per_call(4);
+  EXPECT_EQ(ms, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(time->waits, 1);
+}
+
+TEST(Measure, RunReturnsPerCallTimesOfEachSample) {
+  auto time = std::make_shared<FakeTime>();
+  measure::Policy policy;
+  policy.warmup_s = 0.0;
+  policy.min_warmup_calls = 2;
+  policy.sample_s = 1e-3;
+  int calls = 0;
+  measure::Sampler sampler(policy, fake_clock(time), [&] {
+    ++calls;
+    time->now_ms += 0.25;
+  });
+  const auto ms = sampler.run(3);
+  EXPECT_EQ(sampler.calls_per_sample(), 4);
+  EXPECT_EQ(calls, 2 + 1 + 3 * 4) << "warm-up, the calibration probe, 3 samples of 4";
+  for (const double v : ms) EXPECT_DOUBLE_EQ(v, 0.25);
+}
+
+TEST(Stats, SummaryIsExact) {
+  const Stats s = summarize({4.0, 1.0, 3.0, 2.0});
+  EXPECT_EQ(s.samples, 4);
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.mean, 2.5);
+  EXPECT_DOUBLE_EQ(s.min, 1.0);
+  EXPECT_DOUBLE_EQ(s.max, 4.0);
+  EXPECT_NEAR(s.stddev, 1.2909944487, 1e-9);  // sqrt(5/3)
+  EXPECT_NEAR(s.cv_pct, 51.63977795, 1e-6);
+  const Stats one = summarize({7.0});
+  EXPECT_DOUBLE_EQ(one.median, 7.0);
+  EXPECT_DOUBLE_EQ(one.stddev, 0.0);
+  EXPECT_DOUBLE_EQ(median({5.0, 1.0, 3.0}), 3.0);
+  EXPECT_THROW_WITH(summarize({}), std::invalid_argument, "empty sample");
+}
+
+TEST(Measure, DefaultPolicyPerDevice) {
+  const auto cpu = measure::default_policy(torch::Device(torch::kCPU));
+  EXPECT_DOUBLE_EQ(cpu.warmup_s, 0.2);
+  EXPECT_EQ(cpu.min_warmup_calls, 1);
+  EXPECT_DOUBLE_EQ(cpu.sample_s, 1e-3);
+  const auto gpu = measure::default_policy(torch::Device(torch::kCUDA, 0));
+  EXPECT_EQ(gpu.min_warmup_calls, 3);
+  EXPECT_DOUBLE_EQ(gpu.sample_s, 5e-3);
+}

@@ -30,6 +30,13 @@ struct Diagnosis {
   std::string explanation;
   std::string fix_cpp, fix_python;
   OomFacts memory;  ///< out-of-memory kinds: the numbers the message gives
+  /// Out-of-memory kinds: "certain" when the message itself says memory ran out, "likely" for status codes
+  /// that usually mean it but have other causes too (CUBLAS_STATUS_NOT_INITIALIZED at cublasCreate,
+  /// CUDNN_STATUS_INTERNAL_ERROR, ...); "" for other kinds.
+  std::string confidence;
+  /// Out-of-memory kinds: which allocator or library failed ("LibTorch CUDA caching allocator", "cuBLAS",
+  /// "cuDNN", "NCCL", "CUDA runtime", "LibTorch CPU allocator", "OpenBLAS", ...).
+  std::string allocator;
 };
 
 /// Finds and classifies the error in `text`. Unrecognised text gives kind kUnknown.
@@ -40,9 +47,9 @@ Diagnosis explain_error(const std::string& text);
 std::string raw_message(const std::exception& e);
 
 std::string diagnosis_text(const Diagnosis& d);
-/// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}, and for
-/// OOM messages with numbers "memory": {requested_bytes, total_bytes, free_bytes, allocated_bytes, reserved_bytes,
-/// process_in_use_bytes (each null when absent), fragmentation}
+/// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}; for
+/// out-of-memory kinds also "confidence" and "allocator", and with numbers "memory": {requested_bytes, total_bytes,
+/// free_bytes, allocated_bytes, reserved_bytes, process_in_use_bytes (each null when absent), fragmentation}
 std::string diagnosis_json(const Diagnosis& d, int indent = 2);
 
 }  // namespace torchprobe::diagnostics

@@ -5,6 +5,7 @@
 #include <torch/optim/sgd.h>
 
 #include "diagnostics/memory_search.h"
+#include "torchprobe/units.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/memory.h"
@@ -63,7 +64,7 @@ LeakReport detect_leak(const std::function<void()>& step, const torch::Device& d
   report.leak = tensor_leak || heap_leak;
   const std::string numbers =
       fmt::format("tensor memory {:+.0f} B and {:+.2f} live tensors per step, host heap {}{} per step over {} steps",
-                  tensors.per_step, count.per_step, heap.per_step >= 0 ? "+" : "-", format_bytes(std::abs(heap.per_step)),
+                  tensors.per_step, count.per_step, heap.per_step >= 0 ? "+" : "-", units::format_bytes(std::abs(heap.per_step)),
                   options.steps);
   if (tensor_leak) {
     report.verdict = fmt::format(

@@ -1,18 +1,16 @@
 #include "diagnostics/memory_probe.h"
+#include "diagnostics/probe_json.h"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
-#include <csignal>
-#include <cstring>
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
+#include "torchprobe/units.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
@@ -74,9 +72,25 @@ backend::AllocatorStats stats_from(const nlohmann::json& j) {
   return s;
 }
 
-std::string b(double bytes) { return format_bytes(bytes); }
+std::string b(double bytes) { return units::format_bytes(bytes); }
 
 }  // namespace
+
+nlohmann::json trial_to_json(const Trial& t) {
+  return {{"batch", t.batch},         {"fits", t.fits},   {"peak_bytes", t.peak_bytes},
+          {"seconds", t.seconds},     {"error", t.error}, {"allocator", t.allocator}};
+}
+
+Trial trial_from_json(const nlohmann::json& j) {
+  Trial t;
+  t.batch = j.at("batch").get<std::int64_t>();
+  t.fits = j.at("fits").get<bool>();
+  t.peak_bytes = j.at("peak_bytes").get<std::int64_t>();
+  t.seconds = j.at("seconds").get<double>();
+  t.error = j.at("error").get<std::string>();
+  t.allocator = j.value("allocator", "");
+  return t;
+}
 
 bool ProbeReport::recovered() const {
   if (recovery_losses.empty() || !recovery_error.empty()) return false;
@@ -119,7 +133,20 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
   const double tensor_capacity = device.is_cuda() ? static_cast<double>(report.free_at_start + ready.reserved.current)
                                                   : static_cast<double>(report.capacity_bytes + ready.allocated.current);
 
+  const auto record_oom = [&report](const Trial& t) {
+    if (report.oom_reproduced) return;
+    report.oom_reproduced = true;
+    report.oom_batch = t.batch;
+    report.oom_message = t.error;
+    report.oom_allocator = t.allocator;
+  };
   const auto trial = [&](std::int64_t batch) {
+    for (const auto& known : options.known_trials) {
+      if (known.batch != batch) continue;
+      if (!known.fits) record_oom(known);
+      return known;
+    }
+    if (options.on_trial_start) options.on_trial_start(batch);
     Trial t;
     t.batch = batch;
     backend::release_cached_memory(device);
@@ -134,13 +161,10 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
     } catch (const std::exception& e) {
       if (!backend::is_out_of_memory(e)) throw;
       t.error = raw_message(e);
+      t.allocator = backend::oom_allocator(e);
       t.peak_bytes = backend::allocator_stats(device).allocated.peak;  // live tensors when it failed
-      if (!report.oom_reproduced) {
-        report.oom_reproduced = true;
-        report.oom_batch = batch;
-        report.oom_message = t.error;
-        report.at_oom = backend::allocator_stats(device);
-      }
+      if (!report.oom_reproduced) report.at_oom = backend::allocator_stats(device);
+      record_oom(t);
       step.zero_grad();  // a backward that failed part-way leaves partial gradients
     }
     t.seconds = seconds_since(t0);
@@ -174,11 +198,23 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
   // reproducible (new shapes add library caches and JIT code; allocator state differs), so if the
   // boundary batch fails again the batch steps down by the tolerance, at most twice, and says so.
   report.recovery_batch = report.search.largest;
+  const auto step_down = [&] {
+    const auto down = static_cast<std::int64_t>(static_cast<double>(report.recovery_batch) * (1.0 - std::max(search.tolerance, 0.02)));
+    report.recovery_batch = std::min(down, report.recovery_batch - 1);
+  };
   for (int attempt = 0; attempt < 3 && report.recovery_batch > 0; ++attempt) {
     backend::release_cached_memory(device);
     backend::reset_allocator_peaks(device);
     report.recovery_losses.clear();
     report.recovery_error.clear();
+    const auto failed_before = std::find_if(options.known_recovery_failures.begin(), options.known_recovery_failures.end(),
+                                            [&](const Trial& t) { return t.batch == report.recovery_batch; });
+    if (failed_before != options.known_recovery_failures.end()) {
+      report.recovery_error = failed_before->error;
+      step_down();
+      continue;
+    }
+    if (options.on_recovery_start) options.on_recovery_start(report.recovery_batch);
     try {
       data::HostBatch host = random_batch(report.recovery_batch);
       for (int i = 0; i < options.recovery_steps; ++i) report.recovery_losses.push_back(step.run(host).item<float>());
@@ -187,8 +223,7 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
       report.recovery_error = raw_message(e);
       if (!backend::is_out_of_memory(e)) break;
       step.zero_grad();
-      const auto down = static_cast<std::int64_t>(static_cast<double>(report.recovery_batch) * (1.0 - std::max(search.tolerance, 0.02)));
-      report.recovery_batch = std::min(down, report.recovery_batch - 1);
+      step_down();
     }
   }
   report.after = backend::allocator_stats(device);
@@ -199,7 +234,7 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
 std::string probe_to_json(const ProbeReport& r, int indent) {
   nlohmann::json trials = nlohmann::json::array();
   for (const auto& t : r.search.trials) {
-    trials.push_back({{"batch", t.batch}, {"fits", t.fits}, {"peak_bytes", t.peak_bytes}, {"seconds", t.seconds}, {"error", t.error}});
+    trials.push_back(trial_to_json(t));
   }
   const auto& f = r.breakdown.fit;
   const double capacity = static_cast<double>(r.capacity_bytes);
@@ -214,6 +249,7 @@ std::string probe_to_json(const ProbeReport& r, int indent) {
        {{"reproduced", r.oom_reproduced},
         {"batch", r.oom_batch},
         {"message", r.oom_message},
+        {"allocator", r.oom_allocator},
         {"kind", kind_name(r.oom.kind)},
         {"explanation", r.oom.explanation},
         {"needed_bytes_by_fit", f.points >= 2 ? f.at(static_cast<double>(r.oom_batch)) : 0.0},
@@ -235,6 +271,7 @@ std::string probe_to_json(const ProbeReport& r, int indent) {
       {"recovery", {{"batch", r.recovery_batch}, {"losses", r.recovery_losses}, {"error", r.recovery_error}, {"ok", r.recovered()}}},
       {"after", stats_json(r.after)},
       {"seconds", r.seconds},
+      {"child_restarts", r.child_restarts},
       {"ok", r.ok()}};
   return j.dump(indent);
 }
@@ -252,6 +289,7 @@ ProbeReport probe_from_json(const std::string& text) {
   r.oom_reproduced = oom.at("reproduced").get<bool>();
   r.oom_batch = oom.at("batch").get<std::int64_t>();
   r.oom_message = oom.at("message").get<std::string>();
+  r.oom_allocator = oom.value("allocator", "");
   if (r.oom_reproduced) r.oom = explain_error(r.oom_message);
   r.at_oom = stats_from(oom.at("stats"));
   const auto& bd = j.at("breakdown");
@@ -266,65 +304,15 @@ ProbeReport probe_from_json(const std::string& text) {
   r.search.smallest_failing = search.at("smallest_failing").get<std::int64_t>();
   r.search.doubling_trials = search.at("doubling_trials").get<int>();
   r.search.bisection_trials = search.at("bisection_trials").get<int>();
-  for (const auto& t : search.at("trials")) {
-    r.search.trials.push_back({t.at("batch").get<std::int64_t>(), t.at("fits").get<bool>(), t.at("peak_bytes").get<std::int64_t>(),
-                               t.at("seconds").get<double>(), t.at("error").get<std::string>()});
-  }
+  for (const auto& t : search.at("trials")) r.search.trials.push_back(trial_from_json(t));
   const auto& rec = j.at("recovery");
   r.recovery_batch = rec.at("batch").get<std::int64_t>();
   r.recovery_losses = rec.at("losses").get<std::vector<double>>();
   r.recovery_error = rec.at("error").get<std::string>();
   r.after = stats_from(j.at("after"));
   r.seconds = j.at("seconds").get<double>();
+  r.child_restarts = j.value("child_restarts", 0);
   return r;
-}
-
-ProbeReport run_probe_in_child(const std::string& exe, const std::vector<std::string>& args) {
-  int out[2];
-  if (pipe(out) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
-  std::vector<std::string> argv_strings{exe};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {  // the child: stdout into the pipe, stderr (progress) stays with the terminal
-    dup2(out[1], STDOUT_FILENO);
-    close(out[0]);
-    close(out[1]);
-    execv(exe.c_str(), argv.data());
-    std::fprintf(stderr, "torchprobe: error: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  close(out[1]);
-  std::string text;
-  char buffer[65536];
-  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(out[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    throw std::runtime_error(fmt::format("the memory probe child ({}) was killed by signal {} ({}){}", exe, sig, strsignal(sig),
-                                         sig == SIGKILL ? ": the kernel's OOM killer, or a container memory limit below the "
-                                                          "address-space limit (lower --cpu-limit)"
-                                                        : ""));
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error(fmt::format("the memory probe child ({}) exited with status {} (its error is above)", exe,
-                                         WIFEXITED(status) ? WEXITSTATUS(status) : -1));
-  }
-  try {
-    return probe_from_json(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("the memory probe child ({}) printed no valid report: {}", exe, e.what()));
-  }
 }
 
 std::string memory_summary_table(const backend::AllocatorStats& s) {
@@ -355,6 +343,7 @@ std::string probe_text(const ProbeReport& r) {
     out += fmt::format("not reproduced: no out-of-memory error up to batch {} (raise --max-batch)\n", r.search.largest);
   } else {
     out += fmt::format("reproduced: a training step at batch {} failed with the real error:\n  {}\n", r.oom_batch, r.oom_message);
+    if (!r.oom_allocator.empty()) out += fmt::format("allocator that failed: {}\n", r.oom_allocator);
     out += fmt::format("kind: {}\n", kind_name(r.oom.kind));
     const auto& bd = r.breakdown;
     std::string why = r.oom.explanation;
@@ -386,7 +375,10 @@ std::string probe_text(const ProbeReport& r) {
     out += fmt::format("largest batch: none; even batch {} does not fit\n", s.trials.empty() ? 0 : s.trials.front().batch);
   }
   std::string trials = "trials:";
-  for (const auto& t : s.trials) trials += fmt::format(" {}{}", t.batch, t.fits ? "" : "(OOM)");
+  for (const auto& t : s.trials) {
+    const bool library = !t.fits && !t.allocator.empty() && t.allocator.rfind("LibTorch", 0) != 0;
+    trials += fmt::format(" {}{}", t.batch, t.fits ? "" : library ? "(OOM in " + t.allocator + ")" : "(OOM)");
+  }
   out += trials + "\n";
   if (r.recovered()) {
     std::string losses;
@@ -401,6 +393,11 @@ std::string probe_text(const ProbeReport& r) {
     }
   } else if (s.largest > 0) {
     out += "recovery FAILED: " + (r.recovery_error.empty() ? std::string("non-finite loss") : r.recovery_error) + "\n";
+  }
+  if (r.child_restarts > 0) {
+    out += fmt::format("the probe's process was ended {} time(s) by a library that ran out of memory outside LibTorch's "
+                       "allocator (see the trials marked with it); each time a new process replayed the trials and went on\n",
+                       r.child_restarts);
   }
   out += "memory summary after the recovery steps:\n" + memory_summary_table(r.after);
   out += fmt::format("({:.1f} s)\n", r.seconds);

@@ -23,6 +23,14 @@ struct ProbeOptions {
   std::function<std::int64_t()> on_ready;
   /// Called after each trial (progress lines).
   std::function<void(const Trial&)> on_trial;
+  /// Called before a trial, and before each batch the recovery tries (a child announces them, so
+  /// its parent knows what was running if a library ends the process).
+  std::function<void(std::int64_t batch)> on_trial_start, on_recovery_start;
+  /// Trials already run (by an earlier process that a library ended): replayed, not run again, so
+  /// the search takes the same path and goes on from where it stopped.
+  std::vector<Trial> known_trials;
+  /// Recovery batches that already failed that way, with the error: stepped down from, not run.
+  std::vector<Trial> known_recovery_failures;
 };
 
 struct ProbeReport {
@@ -34,6 +42,7 @@ struct ProbeReport {
   bool oom_reproduced = false;
   std::int64_t oom_batch = 0;
   std::string oom_message;
+  std::string oom_allocator;  ///< which allocator failed: LibTorch's caching or CPU allocator, a BLAS or cuDNN workspace, ...
   Diagnosis oom;
   backend::AllocatorStats at_oom;  ///< allocator statistics right after the error was caught
   SearchResult search;
@@ -44,6 +53,8 @@ struct ProbeReport {
   std::string recovery_error;
   backend::AllocatorStats after;  ///< memory_summary after the recovery steps
   double seconds = 0;
+  /// CPU probe: how often a library ended the child with an allocation failure and a new child went on.
+  int child_restarts = 0;
 
   bool recovered() const;
   /// Everything the command promises: reproduced, classified as OOM, largest batch found, recovered.
@@ -53,12 +64,6 @@ struct ProbeReport {
 /// Runs the probe in this process on `device` (any allocator limit applies: the GPU's memory,
 /// or the CPU address-space limit that on_ready sets). Errors other than out-of-memory propagate.
 ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& options);
-
-/// The CPU probe in a child process (`exe` run with `args`, which must print probe_to_json on
-/// stdout; the torchprobe CLI does with `diagnose memory --child`), so the real allocator error
-/// appears under an address-space limit without endangering this process. Throws
-/// std::runtime_error when the child fails or dies (its exit status or signal in the message).
-ProbeReport run_probe_in_child(const std::string& exe, const std::vector<std::string>& args);
 
 std::string probe_to_json(const ProbeReport& report, int indent = -1);
 ProbeReport probe_from_json(const std::string& text);

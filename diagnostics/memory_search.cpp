@@ -100,12 +100,4 @@ std::int64_t MemoryBreakdown::batch_for(double capacity_bytes) const {
   return batch > 0 ? static_cast<std::int64_t>(std::floor(batch)) : 0;
 }
 
-std::string format_bytes(double bytes) {
-  const double a = std::fabs(bytes);
-  if (a >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
-  if (a >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  if (a >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  return fmt::format("{:.0f} B", bytes);
-}
-
 }  // namespace torchprobe::diagnostics

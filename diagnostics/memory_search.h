@@ -15,6 +15,7 @@ struct Trial {
   std::int64_t peak_bytes = 0;  ///< allocator peak during the step (fits only)
   double seconds = 0;
   std::string error;            ///< the out-of-memory message (fails only)
+  std::string allocator;        ///< which allocator failed (fails only): backend::oom_allocator, or a library that ended the process
 };
 
 struct SearchOptions {
@@ -70,7 +71,5 @@ struct MemoryBreakdown {
   std::int64_t batch_for(double capacity_bytes) const;
 };
 
-/// "1.50 GiB", "12.0 MiB", "512 B"
-std::string format_bytes(double bytes);
 
 }  // namespace torchprobe::diagnostics

@@ -5,43 +5,45 @@
 #include <cmath>
 #include <regex>
 
-#include "diagnostics/memory_search.h"
+#include "torchprobe/units.h"
 
 namespace torchprobe::diagnostics {
 namespace {
 
-const char* const kSize = R"(([0-9]+(?:\.[0-9]+)?)\s*(bytes|B|KiB|MiB|GiB|TiB))";
+// Sizes as the allocators print them. MPS writes "GB"/"MB" for binary units (its format_size divides by
+// 1024^3), and NumPy "926. GiB": both read as binary units here.
+const char* const kSize = R"(([0-9]+(?:\.[0-9]*)?)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB))";
+
+std::optional<std::int64_t> size_in(const std::string& text) {
+  std::smatch match;
+  static const std::regex size(kSize);
+  if (!std::regex_search(text, match, size)) return std::nullopt;
+  std::string number = match[1].str(), unit = match[2].str();
+  if (number.back() == '.') number.pop_back();
+  if (unit.size() == 2 && unit != "KB" && unit != "MB" && unit != "GB" && unit != "TB") return units::parse_bytes(number + unit);
+  if (unit.size() == 2) unit = unit.substr(0, 1) + "iB";
+  return units::parse_bytes(number + " " + unit);
+}
 
 std::optional<std::int64_t> find_size(const std::string& message, const std::string& pattern) {
   std::smatch match;
   if (!std::regex_search(message, match, std::regex(pattern, std::regex::icase))) return std::nullopt;
-  return parse_size(match[1].str());
+  return size_in(match[1].str());
 }
 
 }  // namespace
-
-std::optional<std::int64_t> parse_size(const std::string& text) {
-  std::smatch match;
-  const std::regex size(std::string("^\\s*") + kSize + "\\s*$");
-  if (!std::regex_match(text, match, size)) return std::nullopt;
-  const double value = std::stod(match[1].str());
-  const std::string unit = match[2].str();
-  double scale = 1;
-  if (unit == "KiB") scale = 1024.0;
-  if (unit == "MiB") scale = 1024.0 * 1024;
-  if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  if (unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
-  return static_cast<std::int64_t>(std::llround(value * scale));
-}
 
 OomFacts parse_oom(const std::string& message) {
   const std::string size = std::string("(") + kSize + ")";
   OomFacts facts;
   facts.requested = find_size(message, "tried to allocate " + size);
+  if (!facts.requested) facts.requested = find_size(message, "Unable to allocate " + size + " for an array");  // NumPy
+  if (!facts.requested) facts.requested = find_size(message, "Failed to CUDA calloc " + size);              // NCCL
   // LibTorch 2.x: "GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is free. Including non-PyTorch
   // memory, this process has 79.18 GiB memory in use. Of the allocated memory 78.2 GiB is allocated by PyTorch,
   // and 403.83 MiB is reserved by PyTorch but unallocated."
-  facts.total = find_size(message, "total capacity of " + size);
+  facts.total = find_size(message, "total capac(?:i)?ty of " + size);  // 2.1 printed "capacty"
+  if (!facts.total) facts.total = find_size(message, "max allowed: " + size);  // MPS: the allocator's limit
   facts.free = find_size(message, "of which " + size + " is free");
   facts.process_in_use = find_size(message, "this process has " + size + " memory in use");
   facts.allocated = find_size(message, size + " is allocated by PyTorch");
@@ -50,7 +52,7 @@ OomFacts parse_oom(const std::string& message) {
   }
   // LibTorch 1.13: "(GPU 0; 15.78 GiB total capacity; 12.35 GiB already allocated; 1.19 GiB free; 13.10 GiB
   // reserved in total by PyTorch)"
-  if (!facts.total) facts.total = find_size(message, size + " total capacity");
+  if (!facts.total) facts.total = find_size(message, size + " total capac(?:i)?ty");
   if (!facts.allocated) facts.allocated = find_size(message, size + " already allocated");
   if (!facts.free) facts.free = find_size(message, size + " free");
   if (!facts.reserved) facts.reserved = find_size(message, size + " reserved in total by PyTorch");
@@ -64,7 +66,7 @@ bool looks_fragmented(const OomFacts& facts) {
 
 std::string explain_oom_facts(const OomFacts& facts, bool gpu) {
   std::string out;
-  const auto b = [](std::int64_t bytes) { return format_bytes(static_cast<double>(bytes)); };
+  const auto b = [](std::int64_t bytes) { return units::format_bytes(static_cast<double>(bytes)); };
   if (facts.requested) out += fmt::format("It asked for {}", b(*facts.requested));
   if (facts.free && facts.total) {
     out += fmt::format("{}{} of the device's {} were free", out.empty() ? "" : "; ", b(*facts.free), b(*facts.total));

@@ -21,8 +21,6 @@ struct OomFacts {
 /// Reads the numbers out of an OOM message; absent ones stay empty. Sizes like "20.00 MiB".
 OomFacts parse_oom(const std::string& message);
 
-/// "2.00 GiB" -> bytes; std::nullopt when it is not a size.
-std::optional<std::int64_t> parse_size(const std::string& text);
 
 /// The plain-words reading of the numbers, e.g. "asked for 2.00 GiB; 1.19 GiB free of 15.78 GiB;
 /// tensors hold 12.35 GiB, the allocator 13.10 GiB (0.75 GiB cached but unused) -> ...", ending

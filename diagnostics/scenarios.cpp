@@ -1,18 +1,21 @@
 #include "diagnostics/scenarios.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <c10/core/DeviceGuard.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "diagnostics/audit.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
 #include "torchprobe/models/registry.h"
+#include "torchprobe/units.h"
 
 namespace torchprobe::diagnostics {
 namespace {
@@ -215,6 +218,47 @@ std::vector<Scenario> make_scenarios() {
                       r.note = fmt::format("SILENT: {} without any error (flagged here); reading a value then fails: {}",
                                            fmt::join(silent, "; "), read.empty() ? "(it did not)" : read);
                     }
+                  }});
+  // Out of memory in disguise: the GPU is full (as when another process holds it), and a library that
+  // allocates outside LibTorch's caching allocator needs memory for its handle on a new thread.
+  list.push_back({"cublas_without_memory", "cuBLAS needs memory for a new handle on a full GPU (out of memory in disguise)", 1,
+                  [](const torch::Device& gpu, ScenarioResult& r) {
+                    const auto o = torch::TensorOptions().device(gpu);
+                    const auto a = torch::randn({512, 512}, o), b = torch::randn({512, 512}, o);
+                    auto c = torch::empty({512, 512}, o);
+                    torch::mm_out(c, a, b);  // the output exists and this thread's handle too: only a new handle needs memory
+                    backend::synchronize(gpu);
+                    const auto held = backend::hold_device_memory(gpu, /*leave_free_bytes=*/0);
+                    r.culprit = fmt::format("{} of device memory held outside LibTorch (cudaMalloc)",
+                                            units::format_bytes(static_cast<double>(held->bytes())));
+                    std::thread other([&] {
+                      const at::DeviceGuard guard(gpu);
+                      r.raw = error_of([&] {
+                        torch::mm_out(c, a, b);
+                        backend::synchronize(gpu);
+                      });
+                    });
+                    other.join();
+                    r.expected = ErrorKind::kOutOfMemoryGpu;
+                  }});
+  list.push_back({"cudnn_without_memory", "cuDNN needs memory for a new handle on a full GPU (out of memory in disguise)", 1,
+                  [](const torch::Device& gpu, ScenarioResult& r) {
+                    const auto o = torch::TensorOptions().device(gpu);
+                    const auto x = torch::randn({64, 64, 32, 32}, o), w = torch::randn({64, 64, 3, 3}, o);
+                    { torch::conv2d(x, w, /*bias=*/{}, /*stride=*/1, /*padding=*/1); }  // cached output block, a handle here
+                    backend::synchronize(gpu);
+                    const auto held = backend::hold_device_memory(gpu, /*leave_free_bytes=*/0);
+                    r.culprit = fmt::format("{} of device memory held outside LibTorch (cudaMalloc)",
+                                            units::format_bytes(static_cast<double>(held->bytes())));
+                    std::thread other([&] {
+                      const at::DeviceGuard guard(gpu);
+                      r.raw = error_of([&] {
+                        torch::conv2d(x, w, /*bias=*/{}, /*stride=*/1, /*padding=*/1);
+                        backend::synchronize(gpu);
+                      });
+                    });
+                    other.join();
+                    r.expected = ErrorKind::kOutOfMemoryGpu;
                   }});
   list.push_back({"metrics_on_gpu", "metrics computed on the host from a GPU tensor without copying it back", 1,
                   [](const torch::Device& gpu, ScenarioResult& r) {

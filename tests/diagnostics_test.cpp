@@ -172,7 +172,7 @@ TEST(Audit, QuietOnAConsistentModel) {
 TEST(Scenarios, ReproduceAndExplainWhatThisHostCan) {
   const int gpus = backend::cuda_device_count();
   const auto results = run_scenarios("all", std::nullopt);
-  ASSERT_EQ(results.size(), 10u);
+  ASSERT_EQ(results.size(), 12u);
   int reproduced = 0;
   for (const auto& r : results) {
     if (r.status == ScenarioStatus::kSkipped) {

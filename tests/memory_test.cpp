@@ -11,7 +11,13 @@
 #include "diagnostics/memory_probe.h"
 #include "diagnostics/memory_search.h"
 #include "diagnostics/oom.h"
+#include "diagnostics/memory_child.h"
+#include "test_util.h"
 #include "torchprobe/backend.h"
+#include "torchprobe/io.h"
+#include "torchprobe/units.h"
+
+#include <sys/stat.h>
 
 namespace dx = torchprobe::diagnostics;
 namespace backend = torchprobe::backend;
@@ -146,8 +152,21 @@ TEST(OomMessages, NumbersOfLibTorch2AndOneThirteenAndTheCpu) {
   const auto cpu = dx::parse_oom("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes.");
   EXPECT_EQ(*cpu.requested, 1099511627776LL);
   EXPECT_FALSE(cpu.total.has_value());
-  EXPECT_EQ(dx::parse_size("512 KiB"), 512 * 1024);
-  EXPECT_FALSE(dx::parse_size("lots").has_value());
+}
+
+TEST(Units, ByteSizesReadOneWayEverywhere) {
+  namespace units = torchprobe::units;
+  EXPECT_EQ(units::parse_bytes("512 KiB"), 512 * 1024);
+  EXPECT_EQ(units::parse_bytes("2GiB"), std::int64_t{2} << 30);
+  EXPECT_EQ(units::parse_bytes("2.00 GiB"), std::int64_t{2} << 30);
+  EXPECT_EQ(units::parse_bytes("1048576"), 1048576);
+  EXPECT_EQ(units::parse_bytes("123 bytes"), 123);
+  EXPECT_EQ(units::parse_bytes("0"), 0);
+  for (const char* bad : {"lots", "", "-1", "1.", "5 MB", "2GiBs", "99999999999999999999999", "1e30", "8TiB8", "16000000TiB"}) {
+    EXPECT_FALSE(units::parse_bytes(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(units::format_bytes(1.5 * (1 << 30)), "1.50 GiB");
+  EXPECT_EQ(units::format_bytes(512), "512 B");
 }
 
 TEST(OomMessages, ExplainGivesTheNumbersAndTheVerdict) {
@@ -252,6 +271,107 @@ TEST(MemoryProbe, AChildThatFailsIsReportedNotFatal) {
       std::runtime_error);
 }
 
+namespace {
+
+// A stand-in for `torchprobe diagnose memory --child`: a shell script that prints the child's events.
+// Run plainly, it runs batches 1 and 2, starts batch 4 and dies the way OpenBLAS does when its
+// work-buffer malloc fails; resumed, it checks that batch 4 was handed back as an OpenBLAS OOM and
+// prints `report`.
+std::string fake_child(const TempDir& dir, const std::string& report_json, const std::string& death) {
+  const std::string script = dir.file("fake-child.sh");
+  torchprobe::io::write_text_file(script, R"SH(#!/bin/sh
+for a in "$@"; do last="$a"; done
+case "$*" in
+  *--child-resume*)
+    grep -q '"allocator":"OpenBLAS (gemm_driver)"' "$last" || { echo "no OpenBLAS trial in $last" >&2; exit 3; }
+    grep -q '"batch":4' "$last" || { echo "batch 4 not handed back" >&2; exit 3; }
+    echo '{"event":"report","report":)SH" + report_json + R"SH(}'
+    exit 0;;
+esac
+echo '{"event":"trial_start","batch":1}'
+echo '{"event":"trial","trial":{"batch":1,"fits":true,"peak_bytes":1000,"seconds":0.1,"error":"","allocator":""}}'
+echo 'trial batch 1: ran' >&2
+echo '{"event":"trial_start","batch":2}'
+echo '{"event":"trial","trial":{"batch":2,"fits":true,"peak_bytes":2000,"seconds":0.1,"error":"","allocator":""}}'
+echo '{"event":"trial_start","batch":4}'
+)SH" + death + "\n");
+  chmod(script.c_str(), 0755);
+  return script;
+}
+
+}  // namespace
+
+TEST(MemoryProbe, AChildEndedByOpenBlasIsAnOutOfMemoryAtThatBatchAndTheSearchGoesOn) {
+  const TempDir dir;
+  dx::ProbeReport finished;
+  finished.model = "net";
+  finished.device = "cpu";
+  finished.device_name = "CPU";
+  finished.oom_reproduced = true;
+  finished.oom_batch = 4;
+  finished.oom_message = "OpenBLAS: malloc failed in gemm_driver";
+  finished.oom_allocator = "OpenBLAS (gemm_driver)";
+  finished.search.largest = 3;
+  finished.search.smallest_failing = 4;
+  finished.search.trials = {{1, true, 1000, 0.1, "", ""}, {2, true, 2000, 0.1, "", ""},
+                            {4, false, 0, 0.1, "OpenBLAS: malloc failed in gemm_driver", "OpenBLAS (gemm_driver)"},
+                            {3, true, 3000, 0.1, "", ""}};
+  finished.recovery_batch = 3;
+  finished.recovery_losses = {2.3, 2.2};
+  const std::string exe = fake_child(dir, dx::probe_to_json(finished), "echo 'OpenBLAS: malloc failed in gemm_driver' >&2; exit 1");
+  const dx::ProbeReport report = dx::run_probe_in_child(exe, {"diagnose", "memory", "--child"});
+  EXPECT_EQ(report.child_restarts, 1);
+  EXPECT_EQ(report.oom_batch, 4);
+  EXPECT_EQ(report.oom_allocator, "OpenBLAS (gemm_driver)");
+  EXPECT_EQ(report.oom.kind, dx::ErrorKind::kOutOfMemoryCpu) << dx::kind_name(report.oom.kind);
+  EXPECT_TRUE(report.ok());
+  const std::string text = dx::probe_text(report);
+  EXPECT_NE(text.find("allocator that failed: OpenBLAS (gemm_driver)"), std::string::npos) << text;
+  EXPECT_NE(text.find("4(OOM in OpenBLAS (gemm_driver))"), std::string::npos) << text;
+  EXPECT_NE(text.find("ended 1 time(s) by a library"), std::string::npos) << text;
+}
+
+TEST(MemoryProbe, AChildEndedByANonMemoryLibraryErrorFailsWithWhatItSaid) {
+  const TempDir dir;
+  // OpenBLAS's "too many memory regions" is its thread limit, not memory: no retry, the reason is shown.
+  const std::string exe = fake_child(
+      dir, "{}", "echo 'OpenBLAS : Program is Terminated. Because you tried to allocate too many memory regions.'; exit 1");
+  try {
+    dx::run_probe_in_child(exe, {});
+    ADD_FAILURE() << "expected the child's failure";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("exited with status 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("too many memory regions"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(dx::find_library_oom("OpenBLAS : Program is Terminated. Because you tried to allocate too many memory regions.").has_value());
+  const auto found = dx::find_library_oom("noise\nOpenBLAS: malloc failed in dsyrk_thread_UT\nmore\n");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->allocator, "OpenBLAS (dsyrk_thread_UT)");
+  EXPECT_EQ(found->message, "OpenBLAS: malloc failed in dsyrk_thread_UT");
+}
+
+// The real child, resumed after a library OOM at batch 16: it replays that trial (not run again),
+// bisects below it, and the report names the library that failed there.
+TEST(MemoryProbe, ARealChildResumesTheSearchFromKnownTrials) {
+  const TempDir dir;
+  const std::string resume = dir.file("resume.json");
+  torchprobe::io::write_text_file(resume, R"JSON({"trials": [{"batch": 16, "fits": false, "peak_bytes": 0, "seconds": 1.0,
+      "error": "OpenBLAS: malloc failed in gemm_driver", "allocator": "OpenBLAS (gemm_driver)"}], "recovery_failures": []})JSON");
+  const dx::ProbeReport report = dx::run_probe_in_child(
+      TORCHPROBE_CLI_PATH, {"diagnose", "memory", "--child", "--models", "net", "--cpu-limit", "256MiB", "--threads", "1",
+                            "--child-resume", resume});
+  EXPECT_EQ(report.oom_batch, 16);
+  EXPECT_EQ(report.oom_allocator, "OpenBLAS (gemm_driver)");
+  EXPECT_EQ(report.search.smallest_failing, 16);
+  EXPECT_GE(report.search.largest, 8);
+  EXPECT_LT(report.search.largest, 16);
+  int runs_of_16 = 0;
+  for (const auto& t : report.search.trials) runs_of_16 += t.batch == 16;
+  EXPECT_EQ(runs_of_16, 1) << "the known trial is replayed once, not run again";
+  EXPECT_TRUE(report.recovered());
+}
+
 TEST(MemoryProbe, JsonRoundTrip) {
   dx::ProbeReport r;
   r.model = "net";
@@ -261,7 +381,7 @@ TEST(MemoryProbe, JsonRoundTrip) {
   r.oom_batch = 64;
   r.oom_message = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1024 bytes.";
   r.search.largest = 50;
-  r.search.trials = {{32, true, 1000, 0.1, ""}, {64, false, 900, 0.1, r.oom_message}};
+  r.search.trials = {{32, true, 1000, 0.1, "", ""}, {64, false, 900, 0.1, r.oom_message, "LibTorch CPU allocator"}};
   r.recovery_batch = 50;
   r.recovery_losses = {2.3, 2.2};
   const dx::ProbeReport back = dx::probe_from_json(dx::probe_to_json(r));

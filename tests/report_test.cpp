@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "torchprobe/io.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/report/compare.h"
 #include "torchprobe/report/printers.h"
@@ -217,14 +218,14 @@ TEST(ReportViews, WarningsNameNoisyAndFailedBenchmarks) {
 
 // Golden files: regenerate with `torchprobe report tests/fixtures/report/results.json --out DIR` and review the diff.
 TEST(ReportGolden, CsvMatchesTheExpectedFile) {
-  EXPECT_EQ(report::to_csv(fixture()), report::read_text_file(kFixtures + "/expected/results.csv"));
+  EXPECT_EQ(report::to_csv(fixture()), torchprobe::io::read_text_file(kFixtures + "/expected/results.csv"));
 }
 
 TEST(ReportGolden, MarkdownMatchesTheExpectedFile) {
   const auto set = fixture();
   std::string markdown = report::to_markdown(set, report::make_charts(set), report::ReportOptions{});
   markdown = std::regex_replace(markdown, std::regex(kFixtures + "/"), "");  // the expected file names "results.json"
-  EXPECT_EQ(markdown, report::read_text_file(kFixtures + "/expected/report.md"));
+  EXPECT_EQ(markdown, torchprobe::io::read_text_file(kFixtures + "/expected/report.md"));
 }
 
 // A run that cannot be trusted as it stands: host warnings from its context, a CPU step whose phases
@@ -235,8 +236,8 @@ TEST(ReportGolden, TrustWarningsAndRoofLabels) {
   const auto charts = report::make_charts(set);
   std::string markdown = report::to_markdown(set, charts, report::ReportOptions{});
   markdown = std::regex_replace(markdown, std::regex(kFixtures + "/"), "");
-  EXPECT_EQ(markdown, report::read_text_file(kFixtures + "/expected/trust_report.md"));
-  EXPECT_EQ(report::to_csv(set), report::read_text_file(kFixtures + "/expected/trust_results.csv"));
+  EXPECT_EQ(markdown, torchprobe::io::read_text_file(kFixtures + "/expected/trust_report.md"));
+  EXPECT_EQ(report::to_csv(set), torchprobe::io::read_text_file(kFixtures + "/expected/trust_results.csv"));
   // Any percentage above 100 in the report carries a label.
   const std::regex over_100(R"((1[0-9]{2}|[2-9][0-9]{2})\.[0-9]%( \((cache-resident|effective)\))?)");
   for (auto it = std::sregex_iterator(markdown.begin(), markdown.end(), over_100); it != std::sregex_iterator(); ++it) {
@@ -283,9 +284,9 @@ TEST(ReportSvg, NoSpeedupChartWithoutAnotherDevice) {
 TEST(ReportFiles, WriteCreatesDirectoriesAndFailsWithThePath) {
   TempDir dir("torchprobe-report");
   const std::string path = dir.file("a/b/report.md");
-  report::write_text_file(path, "hello\n");
-  EXPECT_EQ(report::read_text_file(path), "hello\n");
-  EXPECT_THROW_WITH(report::write_text_file(dir.file("a/b/report.md/x.csv"), "x"), std::runtime_error, "report.md");
+  torchprobe::io::write_text_file(path, "hello\n");
+  EXPECT_EQ(torchprobe::io::read_text_file(path), "hello\n");
+  EXPECT_THROW_WITH(torchprobe::io::write_text_file(dir.file("a/b/report.md/x.csv"), "x"), std::runtime_error, "report.md");
 }
 
 // Expected values from scipy.stats.mannwhitneyu(x, y) (scipy 1.17, default method).

@@ -16,9 +16,12 @@
 
 #include "diagnostics/classify.h"
 #include "diagnostics/leak.h"
+#include "diagnostics/memory_child.h"
 #include "diagnostics/memory_probe.h"
 #include "diagnostics/oom.h"
 #include "diagnostics/scenarios.h"
+#include "torchprobe/io.h"
+#include "torchprobe/units.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/cli_support.h"
 #include "torchprobe/device_spec.h"
@@ -61,9 +64,9 @@ int report_command(const ReportFlags& flags) {
                             : std::filesystem::path(flags.out_dir);
   const report::ReportOptions options{flags.noise_cv_pct};
   const auto charts = report::make_charts(results);
-  report::write_text_file((out / "results.csv").string(), report::to_csv(results));
-  for (const auto& chart : charts) report::write_text_file((out / chart.file).string(), chart.svg);
-  report::write_text_file((out / "report.md").string(), report::to_markdown(results, charts, options));
+  torchprobe::io::write_text_file((out / "results.csv").string(), report::to_csv(results));
+  for (const auto& chart : charts) torchprobe::io::write_text_file((out / chart.file).string(), chart.svg);
+  torchprobe::io::write_text_file((out / "report.md").string(), report::to_markdown(results, charts, options));
   if (!flags.quiet) std::printf("%s", report::to_console_summary(results, options).c_str());
   std::fprintf(stderr, "torchprobe: wrote %s, %s and %zu chart(s) for %zu benchmark(s)\n",
                (out / "report.md").c_str(), (out / "results.csv").c_str(), charts.size(), results.results.size());
@@ -84,7 +87,7 @@ int compare_command(const CompareFlags& flags) {
   const report::ResultSet current = report::load_results({flags.current});
   const report::CompareReport comparison = report::compare_results(baseline, current, options);
   std::printf("%s", report::compare_console(comparison, options).c_str());
-  if (!flags.markdown.empty()) report::write_text_file(flags.markdown, report::compare_markdown(comparison, options));
+  if (!flags.markdown.empty()) torchprobe::io::write_text_file(flags.markdown, report::compare_markdown(comparison, options));
   return comparison.regressions() > 0 ? 1 : 0;
 }
 
@@ -117,35 +120,16 @@ struct MemoryFlags {
   double tolerance_pct = 2.0;
   int leak_steps = 15, threads = 0;
   bool json = false, child = false;
+  std::string child_resume;
 };
 
-std::int64_t parse_byte_size(const std::string& text, const char* flag) {
-  if (const auto bytes = torchprobe::diagnostics::parse_size(text)) {
-    if (*bytes > 0) return *bytes;
-  } else if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
-    return std::stoll(text);
+/// The one way a size flag is read: "512MiB", "2GiB", "64KiB" or a byte count, above 0.
+std::int64_t byte_size_flag(const std::string& flag, const std::string& text) {
+  const auto bytes = torchprobe::units::parse_bytes(text);
+  if (!bytes || *bytes < 1) {
+    throw torchprobe::InputError(fmt::format("{}: expected a size like 512MiB or 2GiB, got '{}'", flag, text));
   }
-  throw torchprobe::InputError(fmt::format("{}: expected a size like 2GiB or 512MiB, got '{}'", flag, text));
-}
-
-// The CPU probe's child: caps its own address space once the step is initialised, runs the probe,
-// and prints the report as JSON on stdout for the parent. Progress goes to stderr.
-int memory_child(const MemoryFlags& flags, const torchprobe::diagnostics::ProbeOptions& base) {
-  namespace dx = torchprobe::diagnostics;
-  dx::ProbeOptions options = base;
-  options.model = flags.models;
-  const std::int64_t budget = parse_byte_size(flags.cpu_limit, "--cpu-limit");
-  // oneDNN off (Python: torch.backends.mkldnn.enabled = False): under the limit its JIT crashes
-  // (SIGSEGV in dnnl_primitive_create) instead of raising, and its per-shape code caches take
-  // address space for good, so the boundary would depend on the search's history.
-  at::globalContext().setUserEnabledMkldnn(false);
-  options.on_ready = [budget] {
-    torchprobe::cap_address_space(budget);
-    return budget;
-  };
-  const dx::ProbeReport report = dx::run_memory_probe(torch::Device(torch::kCPU), options);
-  std::printf("%s\n", dx::probe_to_json(report).c_str());
-  return 0;
+  return *bytes;
 }
 
 int diagnose_memory_command(const MemoryFlags& flags) {
@@ -157,13 +141,21 @@ int diagnose_memory_command(const MemoryFlags& flags) {
   options.search.tolerance = flags.tolerance_pct / 100.0;
   options.on_trial = [](const dx::Trial& t) {
     std::fprintf(stderr, "  trial batch %lld: %s (%.1f s)\n", static_cast<long long>(t.batch),
-                 t.fits ? fmt::format("ran, peak {}", dx::format_bytes(static_cast<double>(t.peak_bytes))).c_str()
+                 t.fits ? fmt::format("ran, peak {}", torchprobe::units::format_bytes(static_cast<double>(t.peak_bytes))).c_str()
                         : "out of memory",
                  t.seconds);
   };
-  if (flags.child) return memory_child(flags, options);
+  const std::int64_t budget = byte_size_flag("--cpu-limit", flags.cpu_limit);
+  if (flags.child) {
+    dx::ChildOptions child;
+    child.model = flags.models;
+    child.budget_bytes = budget;
+    child.search = options.search;
+    child.resume_path = flags.child_resume;
+    child.on_trial = options.on_trial;
+    return dx::run_memory_child(child);
+  }
 
-  const std::int64_t budget = parse_byte_size(flags.cpu_limit, "--cpu-limit");
   const auto devices = torchprobe::parse_device_list(flags.devices);
   std::vector<std::string> models;
   for (std::string rest = flags.models; !rest.empty();) {
@@ -240,16 +232,10 @@ struct DistFlags {
 void print_dist(const DistFlags& flags, const std::string& json, std::string text) {
   text += fmt::format("  (LibTorch intra-op threads: {})\n", at::get_num_threads());
   if (!flags.out.empty()) {
-    torchprobe::report::write_text_file(flags.out, json + "\n");
+    torchprobe::io::write_text_file(flags.out, json + "\n");
     std::fprintf(stderr, "torchprobe: wrote %s\n", flags.out.c_str());
   }
   std::printf("%s", flags.json ? (json + "\n").c_str() : text.c_str());
-}
-
-std::int64_t size_flag(const std::string& flag, const std::string& text) {
-  const auto bytes = torchprobe::diagnostics::parse_size(text);
-  if (!bytes || *bytes < 1) throw torchprobe::InputError(fmt::format("{} {}: expected a size such as 4KiB or 1GiB", flag, text));
-  return *bytes;
 }
 
 /// `torchprobe dist allreduce|train`: one rank of a torchrun-style job (scripts/launch.sh N runs N).
@@ -262,7 +248,7 @@ int dist_command(const DistFlags& flags, bool all_reduce) {
   dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
   std::string json, text;
   if (all_reduce) {
-    const std::int64_t min_bytes = size_flag("--min-bytes", flags.min_bytes), max_bytes = size_flag("--max-bytes", flags.max_bytes);
+    const std::int64_t min_bytes = byte_size_flag("--min-bytes", flags.min_bytes), max_bytes = byte_size_flag("--max-bytes", flags.max_bytes);
     if (min_bytes > max_bytes) throw torchprobe::InputError("--min-bytes is larger than --max-bytes");
     const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations);
     json = dist::all_reduce_json(group, rows);
@@ -372,6 +358,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   diagnose_memory_cmd->add_flag("--json", memory_flags.json, "Print the reports as JSON");
   diagnose_memory_cmd->add_flag("--child", memory_flags.child, "internal: the CPU probe's child process")->group("");
+  diagnose_memory_cmd->add_option("--child-resume", memory_flags.child_resume, "internal: trials an earlier child ran")->group("");
 
   DistFlags dist_flags;
   auto* dist = app.add_subcommand("dist", "One rank of a distributed job (torchrun's variables; scripts/launch.sh N)");

@@ -12,6 +12,7 @@
 #include <new>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include <torch/version.h>
 
@@ -160,11 +161,26 @@ void reset_allocator_peaks(const torch::Device& device) {
   state.peak = state.current;
 }
 
-bool is_out_of_memory(const std::exception& e) {
-  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return true;
-  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+bool is_out_of_memory(const std::exception& e) { return !oom_allocator(e).empty(); }
+
+std::string oom_allocator(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return "LibTorch CUDA caching allocator";
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return "C++ operator new";
   const auto* error = dynamic_cast<const c10::Error*>(&e);
-  return error != nullptr && std::strstr(error->what_without_backtrace(), "can't allocate memory") != nullptr;
+  if (error == nullptr) return "";
+  const char* text = error->what_without_backtrace();
+  // Allocation failures that LibTorch passes on as plain errors, each naming its allocator.
+  static const std::pair<const char*, const char*> kMarkers[] = {
+      {"can't allocate memory", "LibTorch CPU allocator"},
+      {"not enough memory: you tried to allocate", "LibTorch CPU allocator"},
+      {"CUBLAS_STATUS_ALLOC_FAILED", "cuBLAS (handle or workspace)"},
+      {"CUDNN_STATUS_ALLOC_FAILED", "cuDNN (handle or workspace)"},
+      {"CUDA error: out of memory", "CUDA runtime"},
+  };
+  for (const auto& [marker, allocator] : kMarkers) {
+    if (std::strstr(text, marker) != nullptr) return allocator;
+  }
+  return "";
 }
 
 bool cuda_compiled() { return detail::compiled(); }
@@ -204,6 +220,11 @@ std::int64_t peak_memory_bytes(const torch::Device& device) {
 
 void release_cached_memory(const torch::Device& device) {
   if (device.is_cuda()) detail::release_cached_memory(cuda_index(device));
+}
+
+std::unique_ptr<HeldMemory> hold_device_memory(const torch::Device& device, std::int64_t leave_free_bytes) {
+  if (!device.is_cuda()) throw InputError("hold_device_memory needs a CUDA device, not " + device.str());
+  return detail::hold_device_memory(cuda_index(device), leave_free_bytes);
 }
 
 void profiler_capture_start() { detail::profiler_start(); }

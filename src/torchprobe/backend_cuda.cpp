@@ -16,6 +16,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "torchprobe/backend_c10d.h"
 #include "torchprobe/backend_detail.h"
@@ -223,6 +224,47 @@ AllocatorStats allocator_stats(int index) {
 
 std::unique_ptr<CapturedWork> capture_work(int index, const std::function<void()>& body, int warmup_runs) {
   return std::make_unique<CudaCapturedWork>(index, body, warmup_runs);
+}
+
+namespace {
+class CudaHeldMemory final : public HeldMemory {
+ public:
+  CudaHeldMemory(int index, std::int64_t leave_free) : index_(index) {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+    constexpr std::int64_t kMinChunk = std::int64_t{2} << 20;
+    std::int64_t chunk = std::int64_t{1} << 30;
+    while (chunk >= kMinChunk) {
+      size_t free = 0, total = 0;
+      check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo", index);
+      if (static_cast<std::int64_t>(free) - leave_free < chunk) {
+        chunk /= 2;
+        continue;
+      }
+      void* ptr = nullptr;
+      if (cudaMalloc(&ptr, static_cast<size_t>(chunk)) != cudaSuccess) {
+        cudaGetLastError();  // a failed cudaMalloc is not sticky; clear it
+        chunk /= 2;
+        continue;
+      }
+      pointers_.push_back(ptr);
+      bytes_ += chunk;
+    }
+  }
+  ~CudaHeldMemory() override {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index_));
+    for (void* ptr : pointers_) cudaFree(ptr);
+  }
+  std::int64_t bytes() const override { return bytes_; }
+
+ private:
+  int index_;
+  std::vector<void*> pointers_;
+  std::int64_t bytes_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<HeldMemory> hold_device_memory(int index, std::int64_t leave_free_bytes) {
+  return std::make_unique<CudaHeldMemory>(index, leave_free_bytes);
 }
 
 void profiler_start() { cudaProfilerStart(); }

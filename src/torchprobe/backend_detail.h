@@ -24,6 +24,7 @@ void reset_peak_memory(int index);
 std::int64_t peak_memory_bytes(int index);
 void release_cached_memory(int index);
 AllocatorStats allocator_stats(int index);
+std::unique_ptr<HeldMemory> hold_device_memory(int index, std::int64_t leave_free_bytes);
 void profiler_start();
 void profiler_stop();
 std::unique_ptr<CapturedWork> capture_work(int index, const std::function<void()>& body, int warmup_runs);

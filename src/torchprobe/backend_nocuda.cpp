@@ -28,6 +28,7 @@ void reset_peak_memory(int) { no_cuda(); }
 std::int64_t peak_memory_bytes(int) { no_cuda(); }
 void release_cached_memory(int) { no_cuda(); }
 AllocatorStats allocator_stats(int) { no_cuda(); }
+std::unique_ptr<HeldMemory> hold_device_memory(int, std::int64_t) { no_cuda(); }
 void profiler_start() {}
 void profiler_stop() {}
 std::unique_ptr<CapturedWork> capture_work(int, const std::function<void()>&, int) { no_cuda(); }

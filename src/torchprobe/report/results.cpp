@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "torchprobe/input_error.h"
+#include "torchprobe/io.h"
 #include "torchprobe/stats.h"
 
 namespace torchprobe::report {
@@ -312,37 +313,11 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
   return set;
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("{}: read error", path));
-  return text.str();
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create directory {}: {}", target.parent_path().string(), ec.message()));
-  const fs::path temporary = target.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write {}", temporary.string()));
-  }
-  fs::rename(temporary, target, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot rename {} to {}: {}", temporary.string(), path, ec.message()));
-}
-
 ResultSet load_results(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no results files given");
   ResultSet merged;
   for (const auto& path : paths) {
-    ResultSet one = parse_results(read_text_file(path), path);
+    ResultSet one = parse_results(io::read_text_file(path), path);
     const size_t offset = merged.contexts.size();
     for (auto& r : one.results) {
       r.context += offset;

@@ -63,11 +63,6 @@ struct ResultSet {
 ResultSet parse_results(const std::string& json_text, const std::string& source);
 /// Reads and merges files. Throws InputError naming the file when one is unreadable or malformed.
 ResultSet load_results(const std::vector<std::string>& paths);
-/// Reads one file (InputError when unreadable).
-std::string read_text_file(const std::string& path);
-/// Writes through a temporary file renamed into place, so a failure never leaves half a file;
-/// creates missing parent directories. Throws std::runtime_error naming the path.
-void write_text_file(const std::string& path, const std::string& text);
 
 /// Splits "train_step/net/cuda:0/batch:64" into suite, subject, device and key:value params.
 void parse_benchmark_name(const std::string& name, Result& result);

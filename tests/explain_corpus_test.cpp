@@ -1,0 +1,79 @@
+// explain on real messages users pasted (tests/fixtures/explain/*.jsonl: each entry with its source):
+// the kind, and for memory errors the confidence and the numbers; near-misses must stay unknown.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnostics/classify.h"
+
+namespace dx = torchprobe::diagnostics;
+
+namespace {
+
+std::vector<nlohmann::json> corpus(const std::string& file) {
+  std::ifstream in(std::string(TORCHPROBE_EXPLAIN_CORPUS_DIR) + "/" + file);
+  std::vector<nlohmann::json> entries;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) entries.push_back(nlohmann::json::parse(line));
+  }
+  return entries;
+}
+
+std::optional<std::int64_t> optional_bytes(const nlohmann::json& entry, const char* key) {
+  if (!entry.contains(key) || entry[key].is_null()) return std::nullopt;
+  return entry[key].get<std::int64_t>();
+}
+
+}  // namespace
+
+TEST(ExplainCorpus, MemoryErrorsIncludingTheDisguisedOnes) {
+  const auto entries = corpus("corpus_memory.jsonl");
+  ASSERT_GE(entries.size(), 100u);
+  int right = 0, wrong_known = 0, near_misses = 0;
+  std::string failures;
+  for (const auto& e : entries) {
+    const std::string text = e.at("text").get<std::string>(), expected = e.at("kind").get<std::string>();
+    const dx::Diagnosis d = dx::explain_error(text);
+    const std::string got = dx::kind_name(d.kind);
+    bool ok = got == expected;
+    if (ok && expected != "unknown") {
+      ok = d.confidence == e.value("confidence", "");
+      // The numbers the message gives, where the corpus records them.
+      const struct {
+        const char* key;
+        const std::optional<std::int64_t>& value;
+      } numbers[] = {{"requested_bytes", d.memory.requested}, {"total_bytes", d.memory.total}, {"free_bytes", d.memory.free}};
+      for (const auto& n : numbers) {
+        const auto want = optional_bytes(e, n.key);
+        if (want && n.value != want) {
+          ok = false;
+          failures += fmt::format("  {}: {} {} expected, {} read\n", e.at("id").get<std::string>(), n.key, *want,
+                                  n.value ? std::to_string(*n.value) : "none");
+        }
+      }
+    }
+    if (expected == "unknown") {
+      ++near_misses;
+      if (got != "unknown") ++wrong_known;
+    }
+    if (ok) {
+      ++right;
+    } else {
+      failures += fmt::format("  {}: expected {} {}, got {} {} ({})\n", e.at("id").get<std::string>(), expected,
+                              e.value("confidence", ""), got, d.confidence, d.message.substr(0, 120));
+    }
+  }
+  const double share = static_cast<double>(right) / static_cast<double>(entries.size());
+  RecordProperty("right", right);
+  RecordProperty("entries", static_cast<int>(entries.size()));
+  std::printf("memory corpus: %d of %zu right (%.1f%%), %d of %d near-misses given a known kind\n", right, entries.size(),
+              100.0 * share, wrong_known, near_misses);
+  EXPECT_GE(share, 0.95) << failures;
+  EXPECT_EQ(wrong_known, 0) << failures;
+  if (!failures.empty()) std::printf("%s", failures.c_str());
+}

@@ -20,6 +20,7 @@
 #include "torchprobe/device_spec.h"
 #include "torchprobe/inventory.h"
 #include "torchprobe/error.h"
+#include "torchprobe/measure.h"
 #include "torchprobe/nvtx.h"
 #include "torchprobe/trust.h"
 
@@ -73,7 +74,9 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
                torchprobe::bench::SuiteOptions& options, const ProgramFlags& flags) {
   return torchprobe::run_cli(app, argc, argv, [&] {
     using namespace torchprobe;
-    // Before anything calls the BLAS: LibTorch's threads, and no second pool beside them.
+    // Before anything allocates or calls the BLAS: the allocator's steady state, LibTorch's threads and
+    // no second pool beside them.
+    const std::string allocator = measure::steady_state_allocator();
     const ThreadSetup threads = configure_threads(flags.threads);
     if (!format.empty() && format != "console" && format != "json") {
       throw InputError(fmt::format("--benchmark_format={} is not supported (console or json; for CSV use "
@@ -105,6 +108,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
     benchmark::AddCustomContext("blas_threading", fmt::format("{}, {} thread(s){}", blas_threading_name(threads.blas.threading),
                                                               threads.blas.threads, threads.blas_pinned ? ", pinned" : ""));
     benchmark::AddCustomContext("data", data_label);
+    if (!allocator.empty()) benchmark::AddCustomContext("host_allocator", allocator);
     std::string device_names;
     for (const auto& d : options.devices) {
       device_names += (device_names.empty() ? "" : ", ") + device_string(d) +

@@ -128,6 +128,16 @@ TEST(Measure, RunReturnsPerCallTimesOfEachSample) {
   for (const double v : ms) EXPECT_DOUBLE_EQ(v, 0.25);
 }
 
+TEST(Measure, RunSamplesForAtLeastTheTimeGiven) {
+  auto time = std::make_shared<FakeTime>();
+  measure::Policy policy;
+  policy.warmup_s = 0.0;
+  policy.calls_per_sample = 1;
+  measure::Sampler sampler(policy, fake_clock(time), [&] { time->now_ms += 100.0; });
+  EXPECT_EQ(sampler.run(/*samples=*/2, /*min_seconds=*/1.0).size(), 10u) << "10 samples of 0.1 s make the second";
+  EXPECT_EQ(sampler.run(/*samples=*/12, /*min_seconds=*/1.0).size(), 12u) << "and never fewer than asked";
+}
+
 TEST(Stats, SummaryIsExact) {
   const Stats s = summarize({4.0, 1.0, 3.0, 2.0});
   EXPECT_EQ(s.samples, 4);

@@ -1,5 +1,7 @@
 #include "torchprobe/measure.h"
 
+#include <malloc.h>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -94,11 +96,14 @@ double Sampler::sample() {
   return timeline_->elapsed_ms().front();
 }
 
-std::vector<double> Sampler::run(int samples) {
+std::vector<double> Sampler::run(int samples, double min_seconds) {
   warm_up();
   calibrate();
   std::vector<double> per_call_ms;
-  for (int i = 0; i < samples; ++i) per_call_ms.push_back(sample() / calls_per_sample_);
+  const double start = clock_.now_s();
+  while (static_cast<int>(per_call_ms.size()) < samples || clock_.now_s() - start < min_seconds) {
+    per_call_ms.push_back(sample() / calls_per_sample_);
+  }
   return per_call_ms;
 }
 
@@ -110,6 +115,17 @@ std::vector<double> Sampler::per_call(int calls) {
     timeline_->mark();
   }
   return timeline_->elapsed_ms();
+}
+
+std::string steady_state_allocator() {
+#if defined(__GLIBC__)
+  constexpr int kMmapThreshold = 32 << 20;  // glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: where its own rule stops
+  constexpr int kTrimThreshold = 2 * kMmapThreshold;  // what that rule sets beside it
+  if (mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1) {
+    return "glibc malloc: mmap threshold 32 MiB, trim threshold 64 MiB (a long-running process's steady state)";
+  }
+#endif
+  return "";
 }
 
 std::int64_t cache_bytes(const torch::Device& device) {

@@ -57,8 +57,9 @@ class Sampler {
   int calls_per_sample() const { return calls_per_sample_; }
   /// One sample: calls_per_sample() calls between two marks; returns the sample's ms (all its calls).
   double sample();
-  /// warm_up(), calibrate(), then `samples` samples; returns the per-call ms of each sample.
-  std::vector<double> run(int samples);
+  /// warm_up(), calibrate(), then `samples` samples (and more until `min_seconds` of the clock have
+  /// passed); returns the per-call ms of each sample.
+  std::vector<double> run(int samples, double min_seconds = 0.0);
   /// `calls` calls with a mark after each and a single wait at the end (no synchronisation between
   /// calls, so GPU work stays queued); returns each call's ms. For loops that must see every call.
   std::vector<double> per_call(int calls);
@@ -71,6 +72,14 @@ class Sampler {
   std::unique_ptr<backend::Timeline> timeline_;
   int calls_per_sample_ = 1;
 };
+
+/// Puts glibc's allocator where a long-running training process ends up by itself, before anything is
+/// measured: glibc raises its mmap threshold as large blocks are freed (up to 32 MiB), and until it
+/// has, every tensor above it is a fresh mmap that page-faults on each call. Without this an op's
+/// time depends on what ran before it in the process (resnet18's 64x64x32x32 convolution: 39 ms or
+/// 23 ms). Sets M_MMAP_THRESHOLD to 32 MiB and M_TRIM_THRESHOLD to 64 MiB; returns a description
+/// for the run's context ("" where glibc is not the allocator).
+std::string steady_state_allocator();
 
 /// Bytes of the last-level cache that repeated calls could be served from: the GPU's L2, or the
 /// CPU's L3 (from sysfs; 32 MiB when unknown).

@@ -20,7 +20,8 @@ struct RooflinePoint {
 
 /// A figure above 100% of an upper-bound roof is not a plain measurement: a memory-bound op above the
 /// STREAM roof had part of its working set served from cache ("cache-resident"); a compute-bound one
-/// did fewer real FLOPs than the analytic count, e.g. a Winograd or FFT convolution ("effective").
+/// did fewer real FLOPs than the analytic count: a convolution skips the taps that fall on zero
+/// padding (a 4x4 output with padding 1 does 69% of its analytic FLOPs), or uses Winograd/FFT ("effective").
 /// Printers show the label next to any figure above 100%; "" at or below it.
 inline std::string roof_label(double pct_of_roof, const std::string& bound) {
   if (!(pct_of_roof > 100.0)) return "";

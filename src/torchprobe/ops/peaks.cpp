@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -16,12 +17,13 @@ namespace torchprobe::ops {
 namespace {
 
 constexpr int kPeakSamples = 5;
+constexpr double kPeakSeconds = 1.0;  // a roof is a best case: sample long enough to catch the host's quiet moments
 constexpr std::int64_t kMiB = 1024 * 1024;
 
-/// The fastest of a few samples of `call`, as work units per second (a roof is a best case).
+/// The fastest of the samples of `call` over at least kPeakSeconds, as work units per second.
 double best_rate(const torch::Device& device, const std::function<void()>& call, double work) {
   measure::Sampler sampler(measure::default_policy(device), measure::device_clock(device), call);
-  const auto ms = sampler.run(kPeakSamples);
+  const auto ms = sampler.run(kPeakSamples, kPeakSeconds);
   return work / (*std::min_element(ms.begin(), ms.end()) / 1e3);
 }
 
@@ -49,14 +51,43 @@ FlopPerCycle fp32_flop_per_cycle(const CpuInfo& cpu) {
 
 }  // namespace
 
-TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads) {
+double measure_cpu_clock_mhz() {
+#if defined(__x86_64__)
+  constexpr long kIterations = 4'000'000;  // x 16 dependent adds: 64 M cycles, ~20 ms
+  double best = 0.0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    long x = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (long i = 0; i < kIterations; ++i) {
+      // Each add waits for the one before (latency 1 cycle); the loop's own counter runs beside them.
+      asm volatile(
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+          : "+r"(x));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, static_cast<double>(kIterations) * 16.0 / seconds / 1e6);
+  }
+  return best;
+#else
+  return 0.0;
+#endif
+}
+
+TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double measured_clock_mhz) {
   TheoreticalPeak peak;
   const FlopPerCycle per_cycle = fp32_flop_per_cycle(cpu);
   const int cores = std::min(std::max(threads, 1), std::max(cpu.logical_cores, 1));
-  if (per_cycle.value == 0 || cpu.max_clock_mhz <= 0.0) return peak;
-  peak.gflop_per_s = cores * cpu.max_clock_mhz * 1e-3 * per_cycle.value;
-  peak.basis = fmt::format("{} core{} x {:.0f} MHz ({}) x {} FLOP/cycle ({})", cores, cores == 1 ? "" : "s",
-                           cpu.max_clock_mhz, cpu.clock_source, per_cycle.value, per_cycle.isa);
+  const double mhz = std::max(cpu.max_clock_mhz, measured_clock_mhz);
+  if (per_cycle.value == 0 || mhz <= 0.0) return peak;
+  peak.gflop_per_s = cores * mhz * 1e-3 * per_cycle.value;
+  const std::string clock = measured_clock_mhz > cpu.max_clock_mhz
+                                ? fmt::format("{:.0f} MHz measured ({} lists {:.0f})", mhz, cpu.clock_source, cpu.max_clock_mhz)
+                                : fmt::format("{:.0f} MHz ({})", mhz, cpu.clock_source);
+  peak.basis = fmt::format("{} core{} x {} x {} FLOP/cycle ({})", cores, cores == 1 ? "" : "s", clock, per_cycle.value,
+                           per_cycle.isa);
   return peak;
 }
 
@@ -86,7 +117,8 @@ Peak measured_peak(const torch::Device& device, DType dtype) {
                   conv2d_flops(s, /*backward=*/false)) / 1e9;
   }
   if (device.is_cpu() && dtype == DType::kFp32) {
-    const TheoreticalPeak theory = theoretical_cpu_peak(read_cpu_info(), current_threads().intra_op);
+    const TheoreticalPeak theory =
+        theoretical_cpu_peak(read_cpu_info(), current_threads().intra_op, measure_cpu_clock_mhz());
     peak.theoretical_gflop_per_s = theory.gflop_per_s;
     peak.theoretical_basis = theory.basis;
   }

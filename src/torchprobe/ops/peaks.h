@@ -12,14 +12,20 @@
 
 namespace torchprobe::ops {
 
-/// The theoretical fp32 peak of `threads` cores of this CPU: cores x clock x FLOP/cycle.
+/// The theoretical fp32 peak of `threads` cores of this CPU: cores x clock x FLOP/cycle, the clock being
+/// the larger of the listed maximum and `measured_clock_mhz` (the boost clock a core really reached).
 struct TheoreticalPeak {
   double gflop_per_s = 0.0;  ///< 0: unknown
   std::string basis;         ///< e.g. "2 cores x 2596 MHz x 32 FLOP/cycle (AVX-512 on AMD Zen 4: two 256-bit FMA pipes)"
 };
+/// The clock a core of this CPU really runs at, in MHz: a chain of dependent integer adds (one per cycle,
+/// so it cannot read high) timed on this thread, best of a few tries; 0 where not measured (non-x86).
+/// VMs list the nominal clock in /proc/cpuinfo while their cores boost above it.
+double measure_cpu_clock_mhz();
+
 /// Per-core fp32 FLOP per cycle: 2 x FMA pipes x lanes (AVX-512 64 on Intel, 32 on Zen 4, 64 on
 /// Zen 5; AVX2+FMA 32, 16 on Zen 1; AVX 16; SSE 8); unknown vendors and ISAs give 0.
-TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads);
+TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double measured_clock_mhz = 0.0);
 
 struct Peak {
   double gflop_per_s = 0.0;              ///< the compute roof: the largest of the three below

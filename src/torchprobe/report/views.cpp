@@ -126,7 +126,8 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
     const std::string mfu = mfu_label(r);
     if (!mfu.empty()) {
       lines.push_back(fmt::format("`{}`: MFU {} is above the compute roof: the kernels did fewer real FLOPs than the "
-                                  "model's analytic count (e.g. Winograd/FFT convolutions), so it is an effective rate",
+                                  "model's analytic count (convolution kernels skip taps on zero padding; Winograd/FFT algorithms), so it is an "
+                                  "effective rate",
                                   r.name, format_roof_pct(r.counter("mfu_pct"), mfu)));
     }
     if (r.suite == "op") {
@@ -136,9 +137,10 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
                                     m.bound,
                                     m.label == "cache-resident"
                                         ? "part of its working set was served from cache, faster than the STREAM triad "
-                                          "reads memory; the figure is not the memory system's"
-                                        : "the kernel did fewer real FLOPs than the analytic count (e.g. a Winograd or "
-                                          "FFT convolution); the figure is an effective rate"));
+                                          "reads memory (on a shared host, memory bandwidth that changed between the "
+                                          "roof's measurement and the op's adds to it); the figure is not the memory system's"
+                                        : "the kernel did fewer real FLOPs than the analytic count (a convolution skips "
+                                          "taps on zero padding, or uses Winograd/FFT); the figure is an effective rate"));
       }
     }
   }

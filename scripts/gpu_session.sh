@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Everything the GPU-dependent issues need, in one call on a GPU host (e.g. a lent device machine):
-# inventory, the gpu-labelled tests, the device diagnostics, the quick suite, the training-variant
-# sweep, the op suite's GPU checks and the NCCL / data_parallel runs, each written to OUT_DIR with a report. Needs an existing build tree (scripts/test.sh
-# --flavour cuda, or ../shared/gpu/prepare.sh + .gpu/build.sh, which builds build-gpu/).
+# Every GPU-dependent check in one call on a GPU host: inventory, the gpu-labelled tests, the device
+# and memory diagnostics, the quick suite, the training-variant sweep, the op suite's GPU checks and
+# the NCCL / data_parallel runs, each written to OUT_DIR with a report. Needs an existing build tree
+# of the cuda flavour (scripts/test.sh --flavour cuda builds build-cuda/).
 # Usage: scripts/gpu_session.sh OUT_DIR
-#   TORCHPROBE_BUILD_DIR  build tree (default: build-gpu, else build-cuda)
+#   TORCHPROBE_BUILD_DIR  build tree (default: build-cuda, else build)
 #   TORCHPROBE_DEVICES    devices for the benchmarks (default: all)
 #   TORCHPROBE_GPU_DEVICES devices for the training-variant sweep (default: cuda, every GPU)
 # Steps that fail are recorded in OUT_DIR/steps.txt and the rest still runs; exit 1 if any failed.
@@ -13,7 +13,7 @@ out="${1:?usage: scripts/gpu_session.sh OUT_DIR}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TORCHPROBE_BUILD_DIR:-}"
 if [[ -z "$build" ]]; then
-  for candidate in "$root/build-gpu" "$root/build-cuda"; do [[ -x "$candidate/src/torchprobe" ]] && build="$candidate" && break; done
+  for candidate in "$root/build-cuda" "$root/build"; do [[ -x "$candidate/src/torchprobe" ]] && build="$candidate" && break; done
 fi
 if [[ -z "$build" || ! -x "$build/src/torchprobe" ]]; then
   echo "torchprobe: error: no build tree with src/torchprobe (set TORCHPROBE_BUILD_DIR)" >&2
@@ -31,15 +31,20 @@ step() {  # step NAME COMMAND...: runs it with its output in OUT/NAME.log and re
   [[ $rc == 0 ]] || failed=1
 }
 
+# Helpers run by step (functions, not sh -c strings: paths may hold quotes or spaces).
+to_file() { local file="$1"; shift; "$@" > "$file"; }
+json_then_text() { local file="$1"; shift; "$@" --json > "$file" && "$@"; }
+gpu_tests() { (cd "$build" && ctest -L gpu --no-tests=error --output-on-failure); }
+
 step devices "$tp" devices
-step devices_json sh -c "'$tp' devices --json > '$out/devices.json'"
-step gpu_tests sh -c "cd '$build' && ctest -L gpu --output-on-failure"
-step diagnose_device sh -c "'$tp' diagnose device --json > '$out/diagnose_device.json' && '$tp' diagnose device"
-step diagnose_memory sh -c "'$tp' diagnose memory --devices '$devices' --json > '$out/diagnose_memory.json' && '$tp' diagnose memory --devices '$devices'"
+step devices_json to_file "$out/devices.json" "$tp" devices --json
+step gpu_tests gpu_tests
+step diagnose_device json_then_text "$out/diagnose_device.json" "$tp" diagnose device
+step diagnose_memory json_then_text "$out/diagnose_memory.json" "$tp" diagnose memory --devices "$devices"
 # The quick suite: training steps (net, resnet18 at batch 4 and 64), data, the core op set.
 step quick "$bench" --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 \
   --benchmark_min_time=0.2 --benchmark_out="$out/quick.json" --benchmark_out_format=json
-# Training-step variants (issue 8): every precision x layout x cuDNN autotuning x CUDA graph on the GPUs,
+# Training-step variants: every precision x layout x cuDNN autotuning x CUDA graph on the GPUs,
 # at the launch-bound batch 4 (graph target: >= 3x eager for net) and batch 256 (bf16 + channels_last vs fp32).
 step variants "$bench" --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --batch-sizes 4,256 --variants full \
   --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_out="$out/variants.json" --benchmark_out_format=json
@@ -52,7 +57,7 @@ step ops_cold "$bench" --devices "$devices" --suites op --op-set core --ops matm
   --benchmark_repetitions=3 --benchmark_out="$out/ops_cold.json" --benchmark_out_format=json
 step ops_full_conv "$bench" --devices "$devices" --suites op --op-set all --ops conv2d --benchmark_min_time=0.1 \
   --benchmark_out="$out/ops_conv.json" --benchmark_out_format=json
-# Distributed (issue 9): NCCL all-reduce sweep and data-parallel steps with one rank per GPU, and
+# Distributed: NCCL all-reduce sweep and data-parallel steps with one rank per GPU, and
 # torch::nn::parallel::data_parallel in one process when there are two GPUs or more. JSON under OUT/dist/.
 gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"; gpus="${gpus:-0}"
 if (( gpus > 0 )); then

@@ -8,6 +8,11 @@
 #   MASTER_ADDR (default 127.0.0.1), MASTER_PORT (default: a free port), LOG_DIR (default: a temp dir)
 #   Other machines: run torchrun, or this script per machine with RANK offsets, or set the variables yourself.
 set -uo pipefail
+# `wait -n -p` (reaping whichever rank ends first, and knowing which) needs bash 5.1.
+if (( BASH_VERSINFO[0] < 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] < 1) )); then
+  echo "torchprobe: error: scripts/launch.sh needs bash >= 5.1 (wait -n -p); this is bash $BASH_VERSION" >&2
+  exit 2
+fi
 n="${1:-}"
 if ! [[ "$n" =~ ^[1-9][0-9]*$ ]] || [[ $# -lt 2 ]]; then
   echo "usage: scripts/launch.sh N COMMAND [ARGS...]   (N >= 1 local ranks)" >&2

@@ -7,7 +7,8 @@
 #   --full                 the full sweep: batch sizes 4,64,256, every training variant, every op shape and dtype, 5 repetitions
 #   TORCHPROBE_THREADS     LibTorch intra-op threads for the CPU (default: all cores, $(nproc))
 #   TORCHPROBE_REPETITIONS Google Benchmark repetitions (default 3 quick, 5 full)
-#   TORCHPROBE_FLAVOUR     debian (default: Debian's CPU LibTorch) or cuda (pip's CUDA LibTorch, for GPU hosts)
+#   TORCHPROBE_FLAVOUR     debian (Debian's CPU LibTorch) or cuda (pip's CUDA LibTorch); default: cuda where
+#                          a CUDA toolkit and an NVIDIA GPU are found, debian otherwise (one line says why)
 #   TORCHPROBE_OUT         output directory (default reports/latest)
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
@@ -17,7 +18,16 @@ args=()
 for arg in "$@"; do
   if [[ "$arg" == --full ]]; then full=1; else args+=("$arg"); fi
 done
-torchprobe_setup "${TORCHPROBE_FLAVOUR:-debian}"
+flavour="${TORCHPROBE_FLAVOUR:-}"
+if [[ -z "$flavour" ]]; then
+  if [[ -n "$(torchprobe_nvcc)" && -e /dev/nvidiactl ]]; then
+    flavour=cuda
+  else
+    flavour=debian
+    [[ -n "$(torchprobe_nvcc)" ]] && tp_log "no NVIDIA GPU here: the CPU suite with Debian's LibTorch (TORCHPROBE_FLAVOUR=cuda to override)"
+  fi
+fi
+torchprobe_setup "$flavour"
 
 threads="${TORCHPROBE_THREADS:-$(nproc)}"
 export OMP_NUM_THREADS="$threads"

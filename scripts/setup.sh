@@ -22,6 +22,39 @@ TORCHPROBE_BLAS_DEBS=(libopenblas0-openmp libopenblas0-pthread)
 
 tp_log() { echo "torchprobe: $*" >&2; }
 
+# The CUDA toolkit's nvcc, or nothing.
+torchprobe_nvcc() {
+  local nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
+  [[ -x "$nvcc" ]] && echo "$nvcc"
+}
+
+# Prints the flavours to build for a request, one per line: auto (debian, and cuda where a CUDA
+# toolkit is found; otherwise one line on stderr says why not), all (both; a missing toolkit is an
+# error), debian, cuda. Exit 2 for an unknown request or a cuda flavour without a toolkit.
+torchprobe_flavours() {
+  local request="$1" toolkit="${CUDA_HOME:-/usr/local/cuda}"
+  case "$request" in
+    auto)
+      echo debian
+      if [[ -n "$(torchprobe_nvcc)" ]]; then
+        echo cuda
+      else
+        tp_log "skipping the cuda flavour: no CUDA toolkit (no nvcc at $toolkit/bin; set CUDA_HOME to test it)"
+      fi
+      ;;
+    all|cuda)
+      if [[ -z "$(torchprobe_nvcc)" ]]; then
+        tp_log "error: the cuda flavour needs a CUDA toolkit: no nvcc at $toolkit/bin (set CUDA_HOME)"
+        return 2
+      fi
+      [[ "$request" == all ]] && echo debian
+      echo cuda
+      ;;
+    debian) echo debian ;;
+    *) tp_log "error: unknown flavour '$request' (auto, all, debian or cuda)"; return 2 ;;
+  esac
+}
+
 torchprobe_install_packages() {
   local missing=() pkg
   for pkg in "$@"; do
@@ -114,7 +147,7 @@ torchprobe_setup() {
     cuda)
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_CUDA_BUILD_DIR:-$TORCHPROBE_ROOT/build-cuda}"
       local cuda_home="${CUDA_HOME:-/usr/local/cuda}"
-      if [[ ! -x "$cuda_home/bin/nvcc" ]]; then
+      if [[ -z "$(torchprobe_nvcc)" ]]; then
         tp_log "error: the cuda flavour needs a CUDA toolkit: no nvcc at $cuda_home/bin (set CUDA_HOME)"
         exit 2
       fi

@@ -3,24 +3,37 @@
 #   debian  Debian's LibTorch 1.13, CPU only (build/)
 #   cuda    the CUDA-enabled LibTorch of the pinned PyTorch wheel (build-cuda/): compiles every
 #           CUDA code path and runs the CPU tests against it; gpu tests run where a GPU exists
-# Usage: scripts/test.sh [--flavour debian|cuda|all] [ctest arguments...]
-#   default: all (also TORCHPROBE_FLAVOUR=...). Fails if any flavour fails to build or pass.
+# Usage: scripts/test.sh [--flavour auto|all|debian|cuda] [--list-flavours] [ctest arguments...]
+#   auto (default; also TORCHPROBE_FLAVOUR): every flavour this host can build: debian, and cuda
+#        where a CUDA toolkit is found (CUDA_HOME, default /usr/local/cuda); otherwise one line says
+#        why cuda is skipped. all: both, and a missing toolkit is an error (CI uses this).
+#   --list-flavours: print the flavours that would run (and why one is skipped), build nothing.
 #   e.g.  scripts/test.sh --flavour cuda -L gpu
 set -euo pipefail
-flavour="${TORCHPROBE_FLAVOUR:-all}"
-if [[ "${1:-}" == --flavour ]]; then flavour="${2:?--flavour needs debian, cuda or all}"; shift 2; fi
-case "$flavour" in
-  all) flavours=(debian cuda) ;;
-  debian|cuda) flavours=("$flavour") ;;
-  *) echo "torchprobe: error: unknown flavour '$flavour' (debian, cuda or all)" >&2; exit 2 ;;
-esac
 here="$(dirname "$0")"
+source "$here/setup.sh"
+flavour="${TORCHPROBE_FLAVOUR:-auto}"
+list_only=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --flavour) flavour="${2:?--flavour needs auto, all, debian or cuda}"; shift 2 ;;
+    --list-flavours) list_only=1; shift ;;
+    *) break ;;
+  esac
+done
+mapfile -t flavours < <(torchprobe_flavours "$flavour") || exit 2
+[[ ${#flavours[@]} -gt 0 ]] || exit 2
+if [[ $list_only == 1 ]]; then
+  printf '%s\n' "${flavours[@]}"
+  exit 0
+fi
 failed=()
 for f in "${flavours[@]}"; do
   echo "=== flavour: $f"
   # Each flavour in its own shell, so one's set-up (PATH, build dir) cannot leak into the other.
+  # --no-tests=error: a selection (-L gpu, -R ...) that matches nothing is a failure, not a pass.
   if ! bash -c 'set -euo pipefail; source "$1/setup.sh"; torchprobe_setup "$2"; cd "$TORCHPROBE_BUILD_DIR";
-                shift 2; ctest --output-on-failure -j "$(nproc)" "$@"' _ "$here" "$f" "$@"; then
+                shift 2; ctest --output-on-failure --no-tests=error -j "$(nproc)" "$@"' _ "$here" "$f" "$@"; then
     failed+=("$f")
   fi
 done

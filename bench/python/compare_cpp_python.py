@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import same_allocator  # noqa: E402,F401  (before torch: glibc reads it at start-up)
 import torch  # noqa: E402
 import train_step_reference as reference  # noqa: E402
 

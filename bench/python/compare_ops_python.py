@@ -13,12 +13,16 @@ target is agreement within +-5% for ops of 50 us or more.
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
+import sys
 import tempfile
 
-import torch
-import torch.utils.benchmark as tb
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import same_allocator  # noqa: E402,F401  (before torch: glibc reads it at start-up)
+import torch  # noqa: E402
+import torch.utils.benchmark as tb  # noqa: E402
 
 # Our benchmark name -> (setup of the inputs, the statement), mirroring src/torchprobe/ops/ops.cpp.
 OPS = {

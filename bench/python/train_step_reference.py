@@ -11,9 +11,13 @@ prints Google-Benchmark-like JSON lines: {"name", "median_ms", "samples_ms", "th
 import argparse
 import json
 import statistics
+import os
+import sys
 import time
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import same_allocator  # noqa: E402,F401  (before torch: glibc reads it at start-up)
+import torch  # noqa: E402
 import torch.nn as nn
 import torch.nn.functional as F
 

@@ -29,6 +29,7 @@
 #include "torchprobe/trust.h"
 #include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/error.h"
+#include "torchprobe/measure.h"
 #include "torchprobe/memory.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/report/compare.h"
@@ -243,6 +244,7 @@ void print_dist(const DistFlags& flags, const std::string& json, std::string tex
 int dist_command(const DistFlags& flags, bool all_reduce) {
   namespace dist = torchprobe::dist;
   const dist::DistEnv env = dist::env_from_environment();
+  torchprobe::measure::steady_state_allocator();  // a benchmark: the allocator as torchprobe-bench has it
   torchprobe::configure_threads(flags.threads);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeout_s * 1e3));
   dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
@@ -269,6 +271,7 @@ int dist_command(const DistFlags& flags, bool all_reduce) {
 /// `torchprobe dist dataparallel`: one process, torch::nn::parallel::data_parallel over its GPUs.
 int data_parallel_command(const DistFlags& flags) {
   namespace dist = torchprobe::dist;
+  torchprobe::measure::steady_state_allocator();  // a benchmark: the allocator as torchprobe-bench has it
   torchprobe::configure_threads(flags.threads);
   torchprobe::models::make_model(flags.model);  // an unknown model is an InputError before any step
   const auto devices = torchprobe::backend::parse_cuda_devices(flags.devices);

@@ -22,6 +22,7 @@
 #include "torchprobe/error.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/nvtx.h"
+#include "torchprobe/run_context.h"
 #include "torchprobe/trust.h"
 
 namespace {
@@ -100,29 +101,22 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
     bench::Progress::instance().set_total(bench::register_suites(options, train, data_label), filter);
 
     const Inventory inventory = collect_inventory();
-    benchmark::AddCustomContext("torchprobe_version", TORCHPROBE_VERSION);
-    benchmark::AddCustomContext("libtorch_version", inventory.libtorch_version);
-    benchmark::AddCustomContext("torch_threads", std::to_string(threads.intra_op));
-    benchmark::AddCustomContext("interop_threads", std::to_string(threads.inter_op));
-    benchmark::AddCustomContext("blas", inventory.threads.blas.vendor);
-    benchmark::AddCustomContext("blas_threading", fmt::format("{}, {} thread(s){}", blas_threading_name(threads.blas.threading),
-                                                              threads.blas.threads, threads.blas_pinned ? ", pinned" : ""));
+    // What would make these figures untrustworthy, checked on the host before the first benchmark.
+    const auto trust_warnings = trust::host_warnings(threads);
+    for (const auto& [key, value] : torchprobe_context(threads, allocator, trust_warnings)) {
+      benchmark::AddCustomContext(key, value);
+    }
     benchmark::AddCustomContext("data", data_label);
-    if (!allocator.empty()) benchmark::AddCustomContext("host_allocator", allocator);
     std::string device_names;
     for (const auto& d : options.devices) {
       device_names += (device_names.empty() ? "" : ", ") + device_string(d) +
                       (d.is_cuda() ? " (" + inventory.gpus.at(static_cast<size_t>(d.index())).name + ")" : "");
     }
     benchmark::AddCustomContext("devices", device_names);
-    benchmark::AddCustomContext("inventory", inventory_json(inventory, /*indent=*/-1));
     std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d intra-op threads on %d cores, BLAS %s (%s, %d thread(s)); %s\n",
                  device_names.c_str(), inventory.libtorch_version.c_str(), threads.intra_op, threads.cores,
                  threads.blas.vendor.c_str(), blas_threading_name(threads.blas.threading).c_str(), threads.blas.threads,
                  data_label.c_str());
-    // What would make these figures untrustworthy, checked on the host before the first benchmark.
-    const auto trust_warnings = trust::host_warnings(threads);
-    benchmark::AddCustomContext("trust_warnings", trust::warnings_json(trust_warnings));
     for (const auto& w : trust_warnings) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", w.message.c_str());
     if (options.profile) {
       std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",

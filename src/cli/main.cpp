@@ -26,6 +26,7 @@
 #include "torchprobe/cli_support.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/inventory.h"
+#include "torchprobe/run_context.h"
 #include "torchprobe/trust.h"
 #include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/error.h"
@@ -75,8 +76,9 @@ int report_command(const ReportFlags& flags) {
 }
 
 struct CompareFlags {
-  std::string baseline, current, threshold = "5%", markdown;
+  std::string baseline, current, threshold = "5%", markdown, junit, json;
   double alpha = 0.05;
+  bool fail_unconfirmed = false;
 };
 
 int compare_command(const CompareFlags& flags) {
@@ -84,12 +86,16 @@ int compare_command(const CompareFlags& flags) {
   report::CompareOptions options;
   options.threshold_pct = report::parse_percent(flags.threshold, "--threshold");
   options.alpha = flags.alpha;
+  options.fail_unconfirmed = flags.fail_unconfirmed;
   const report::ResultSet baseline = report::load_results({flags.baseline});
   const report::ResultSet current = report::load_results({flags.current});
   const report::CompareReport comparison = report::compare_results(baseline, current, options);
-  std::printf("%s", report::compare_console(comparison, options).c_str());
+  // Every file first: a write error is exit 2, whatever the verdict.
   if (!flags.markdown.empty()) torchprobe::io::write_text_file(flags.markdown, report::compare_markdown(comparison, options));
-  return comparison.regressions() > 0 ? 1 : 0;
+  if (!flags.junit.empty()) torchprobe::io::write_text_file(flags.junit, report::compare_junit(comparison, options));
+  if (!flags.json.empty()) torchprobe::io::write_text_file(flags.json, report::compare_json(comparison, options));
+  std::printf("%s", report::compare_console(comparison, options).c_str());
+  return comparison.exit_code(options);
 }
 
 int diagnose_device_command(const std::string& scenario, const std::string& device, bool json) {
@@ -217,6 +223,7 @@ int diagnose_memory_command(const MemoryFlags& flags) {
 struct DistFlags {
   std::string min_bytes = "1KiB", max_bytes = "1GiB";
   int iterations = 20;
+  int repetitions = 5;
   std::string model = "net";
   std::int64_t batch = 64;
   int steps = 20, warmup = 3;
@@ -239,27 +246,37 @@ void print_dist(const DistFlags& flags, const std::string& json, std::string tex
   std::printf("%s", flags.json ? (json + "\n").c_str() : text.c_str());
 }
 
+/// The context a dist results file records: Google Benchmark's keys and torchprobe's, as torchprobe-bench's files.
+torchprobe::ContextEntries dist_context(const torchprobe::ThreadSetup& threads, const std::string& allocator) {
+  auto context = torchprobe::standard_context();
+  for (auto& entry : torchprobe::torchprobe_context(threads, allocator, torchprobe::trust::threading_warnings(threads))) {
+    context.push_back(std::move(entry));
+  }
+  return context;
+}
+
 /// `torchprobe dist allreduce|train`: one rank of a torchrun-style job (scripts/launch.sh N runs N).
 /// Every rank measures; rank 0 prints (or writes --out).
 int dist_command(const DistFlags& flags, bool all_reduce) {
   namespace dist = torchprobe::dist;
   const dist::DistEnv env = dist::env_from_environment();
-  torchprobe::measure::steady_state_allocator();  // a benchmark: the allocator as torchprobe-bench has it
-  torchprobe::configure_threads(flags.threads);
+  const std::string allocator = torchprobe::measure::steady_state_allocator();  // a benchmark: as torchprobe-bench has it
+  const torchprobe::ThreadSetup threads = torchprobe::configure_threads(flags.threads);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeout_s * 1e3));
   dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
   std::string json, text;
   if (all_reduce) {
     const std::int64_t min_bytes = byte_size_flag("--min-bytes", flags.min_bytes), max_bytes = byte_size_flag("--max-bytes", flags.max_bytes);
     if (min_bytes > max_bytes) throw torchprobe::InputError("--min-bytes is larger than --max-bytes");
-    const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations);
-    json = dist::all_reduce_json(group, rows);
+    const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations, flags.repetitions);
+    json = dist::all_reduce_json(group, rows, dist_context(threads, allocator));
     text = dist::all_reduce_text(group, rows);
   } else {
     torchprobe::models::make_model(flags.model);  // an unknown model is an InputError before any step
     const auto bucket = static_cast<std::int64_t>(flags.bucket_mib * (1 << 20));
-    const auto result = dist::distributed_train(group, flags.model, flags.batch, flags.steps, flags.warmup, bucket);
-    json = dist::train_json(result);
+    const auto result =
+        dist::distributed_train(group, flags.model, flags.batch, flags.steps, flags.warmup, bucket, flags.repetitions);
+    json = dist::train_json(result, dist_context(threads, allocator));
     text = dist::train_text(result);
   }
   group.barrier();
@@ -271,12 +288,12 @@ int dist_command(const DistFlags& flags, bool all_reduce) {
 /// `torchprobe dist dataparallel`: one process, torch::nn::parallel::data_parallel over its GPUs.
 int data_parallel_command(const DistFlags& flags) {
   namespace dist = torchprobe::dist;
-  torchprobe::measure::steady_state_allocator();  // a benchmark: the allocator as torchprobe-bench has it
-  torchprobe::configure_threads(flags.threads);
+  const std::string allocator = torchprobe::measure::steady_state_allocator();  // a benchmark: as torchprobe-bench has it
+  const torchprobe::ThreadSetup threads = torchprobe::configure_threads(flags.threads);
   torchprobe::models::make_model(flags.model);  // an unknown model is an InputError before any step
   const auto devices = torchprobe::backend::parse_cuda_devices(flags.devices);
-  const auto result = dist::data_parallel_train(flags.model, devices, flags.batch, flags.steps, flags.warmup);
-  print_dist(flags, dist::train_json(result), dist::train_text(result));
+  const auto result = dist::data_parallel_train(flags.model, devices, flags.batch, flags.steps, flags.warmup, flags.repetitions);
+  print_dist(flags, dist::train_json(result, dist_context(threads, allocator)), dist::train_text(result));
   return 0;
 }
 
@@ -321,7 +338,8 @@ int main(int argc, char** argv) {
   report->add_flag("--quiet", report_flags.quiet, "Do not print the summary tables");
 
   CompareFlags compare_flags;
-  auto* compare = app.add_subcommand("compare", "Baseline vs current benchmark JSON; exit 1 on a significant slow-down");
+  auto* compare = app.add_subcommand(
+      "compare", "Baseline vs current benchmark JSON: exit 1 on a significant slow-down or a newly failing benchmark, 2 on bad input");
   compare->add_option("baseline", compare_flags.baseline, "Baseline JSON")->required()->check(CLI::ExistingFile);
   compare->add_option("current", compare_flags.current, "Current JSON")->required()->check(CLI::ExistingFile);
   compare->add_option("--threshold", compare_flags.threshold, "Slow-downs of the median beyond this fail, e.g. 5%")
@@ -329,7 +347,11 @@ int main(int argc, char** argv) {
   compare->add_option("--alpha", compare_flags.alpha, "Significance level of the Mann-Whitney U test")
       ->check(CLI::Range(1e-9, 0.5))
       ->capture_default_str();
-  compare->add_option("--md", compare_flags.markdown, "Also write the comparison as Markdown to this file");
+  compare->add_option("--md", compare_flags.markdown, "Also write the comparison as Markdown (a PR comment, a step summary)");
+  compare->add_option("--junit", compare_flags.junit, "Also write JUnit XML: one test case per benchmark, failures for SLOWER/FAILED");
+  compare->add_option("--json", compare_flags.json, "Also write every row and the verdict counts as JSON");
+  compare->add_flag("--fail-unconfirmed", compare_flags.fail_unconfirmed,
+                    "UNCONFIRMED (slower beyond the threshold, too few repetitions to test) fails the gate too");
 
   std::string scenario = "all", diagnose_device;
   bool diagnose_json = false;
@@ -380,7 +402,10 @@ int main(int argc, char** argv) {
   }
   for (auto* cmd : {dist_allreduce, dist_train, dist_dp}) {
     cmd->add_option("--threads", dist_flags.threads, "LibTorch intra-op threads per process")->check(CLI::PositiveNumber);
-    cmd->add_flag("--json", dist_flags.json, "Print JSON (rank 0)");
+    cmd->add_flag("--json", dist_flags.json, "Print JSON (rank 0): Google Benchmark's schema, for report and compare");
+    cmd->add_option("--repetitions", dist_flags.repetitions, "The timed calls are split into this many repetitions")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
     cmd->add_option("--out", dist_flags.out, "Also write the JSON here (rank 0)");
   }
   dist_dp->add_option("--devices", dist_flags.devices, "all, or CUDA indices such as 0,1")->capture_default_str();

@@ -7,11 +7,13 @@
 #include <string>
 
 #include "torchprobe/error.h"
+#include "torchprobe/io.h"
 
 namespace torchprobe {
 
 /// Runs `body` and maps failures to exit codes: 2 for bad input (flags, devices, data
-/// files), 1 for a failed run. Prints "torchprobe: error: ..." on one line.
+/// files) and for a file that cannot be written, 1 for a failed run. Prints "torchprobe: error: ..."
+/// on one line.
 template <typename Body>
 int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   try {
@@ -27,6 +29,9 @@ int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   try {
     return body();
   } catch (const InputError& e) {
+    std::fprintf(stderr, "torchprobe: error: %s\n", e.what());
+    return 2;
+  } catch (const io::WriteError& e) {
     std::fprintf(stderr, "torchprobe: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -34,15 +34,15 @@ void write_text_file(const std::string& path, const std::string& text) {
   std::error_code ec;
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create directory {}: {}", dir.string(), ec.message()));
+  if (ec) throw WriteError(fmt::format("cannot write {}: cannot create its directory {}: {}", path, dir.string(), ec.message()));
   std::string temporary = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
   const int fd = mkstemp(temporary.data());
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  if (fd < 0) throw WriteError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
   const auto fail = [&](const char* what) {
     const int saved = errno;
     close(fd);
     unlink(temporary.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: {}: {}", path, what, std::strerror(saved)));
+    throw WriteError(fmt::format("cannot write {}: {}: {}", path, what, std::strerror(saved)));
   };
   for (size_t done = 0; done < text.size();) {
     const ssize_t n = write(fd, text.data() + done, text.size() - done);
@@ -58,12 +58,12 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (close(fd) != 0) {
     const int saved = errno;
     unlink(temporary.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: close: {}", path, std::strerror(saved)));
+    throw WriteError(fmt::format("cannot write {}: close: {}", path, std::strerror(saved)));
   }
   if (rename(temporary.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     unlink(temporary.c_str());
-    throw std::runtime_error(fmt::format("cannot replace {}: {}", path, std::strerror(saved)));
+    throw WriteError(fmt::format("cannot replace {}: {}", path, std::strerror(saved)));
   }
 }
 

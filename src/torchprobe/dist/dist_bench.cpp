@@ -47,11 +47,38 @@ measure::Sampler collective_sampler(const torch::Device& device, int warmup, std
   return measure::Sampler(policy, measure::device_clock(device), std::move(call));
 }
 
-/// Median ms of `steps` steps after `warmup`.
-double step_ms(train::TrainStep& step, data::Batcher& batcher, int steps, int warmup) {
+/// Each of `steps` steps' ms, after `warmup`.
+std::vector<double> step_times(train::TrainStep& step, data::Batcher& batcher, int steps, int warmup) {
   auto sampler = collective_sampler(step.device(), warmup, [&] { step.run(batcher.next()); });
   if (warmup > 0) sampler.warm_up();
-  return median(sampler.per_call(steps));
+  return sampler.per_call(steps);
+}
+
+double step_ms(train::TrainStep& step, data::Batcher& batcher, int steps, int warmup) {
+  return median(step_times(step, batcher, steps, warmup));
+}
+
+/// The times in `repetitions` consecutive chunks (sizes differing by at most one; fewer chunks than
+/// times at most), and each chunk's median.
+std::vector<double> repetition_medians(const std::vector<double>& times, int repetitions) {
+  const size_t n = times.size(), r = std::clamp<size_t>(static_cast<size_t>(std::max(repetitions, 1)), 1, std::max<size_t>(n, 1));
+  std::vector<double> out;
+  for (size_t i = 0; i < r && n > 0; ++i) {
+    const auto begin = times.begin() + static_cast<std::ptrdiff_t>(i * n / r), end = times.begin() + static_cast<std::ptrdiff_t>((i + 1) * n / r);
+    out.push_back(median(std::vector<double>(begin, end)));
+  }
+  return out;
+}
+
+/// For each position, the largest value over the ranks (every rank passes the same number).
+std::vector<double> slowest_over_ranks(ProcessGroup& group, const std::vector<double>& values) {
+  const auto columns = static_cast<std::int64_t>(values.size());
+  torch::Tensor slots = torch::zeros({group.world_size(), columns}, torch::kFloat64);
+  for (std::int64_t i = 0; i < columns; ++i) slots[group.rank()][i] = values[static_cast<size_t>(i)];
+  slots = slots.to(group.device());
+  group.all_reduce_sum_(slots);
+  const torch::Tensor slowest = std::get<0>(slots.cpu().max(/*dim=*/0)).contiguous();
+  return {slowest.data_ptr<double>(), slowest.data_ptr<double>() + columns};
 }
 
 /// The scaling baseline: a plain step of `model` (weights from seed 0) on one device, alone.
@@ -83,7 +110,7 @@ void finish(DistTrainResult& result) {
 }  // namespace
 
 std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes,
-                                           int iterations) {
+                                           int iterations, int repetitions) {
   std::vector<AllReduceRow> rows;
   const double n = group.world_size();
   for (std::int64_t bytes = std::max<std::int64_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
@@ -92,7 +119,9 @@ std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min
     sampler.warm_up();
     AllReduceRow row;
     row.bytes = t.numel() * 4;
-    row.median_us = max_over_ranks(group, median(sampler.per_call(iterations)) * 1e3);
+    const auto calls = sampler.per_call(iterations);
+    row.median_us = max_over_ranks(group, median(calls) * 1e3);
+    for (const double ms : slowest_over_ranks(group, repetition_medians(calls, repetitions))) row.repetition_us.push_back(ms * 1e3);
     row.algbw_gbps = static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
     row.busbw_gbps = row.algbw_gbps * 2.0 * (n - 1.0) / n;
     rows.push_back(row);
@@ -101,7 +130,7 @@ std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min
 }
 
 DistTrainResult distributed_train(ProcessGroup& group, const std::string& model, std::int64_t batch_per_rank,
-                                  int steps, int warmup, std::int64_t bucket_bytes) {
+                                  int steps, int warmup, std::int64_t bucket_bytes, int repetitions) {
   DistTrainResult result;
   result.model = model;
   result.engine = group.backend_name();
@@ -124,15 +153,16 @@ DistTrainResult distributed_train(ProcessGroup& group, const std::string& model,
   options.reduce_gradients = [&](torch::Tensor& grads) { calls = group.average_(grads, bucket_bytes); };
   train::TrainStep step(models::make_model(model), device, options);
   group.broadcast_(step.flat_parameters(), /*root=*/0);
-  const double mine = step_ms(step, batcher, steps, warmup);
+  const auto times = step_times(step, batcher, steps, warmup);
   result.all_reduce_calls_per_step = calls;
-  result.rank_ms_per_step = per_rank(group, mine);
+  result.rank_ms_per_step = per_rank(group, median(times));
+  result.repetition_ms = slowest_over_ranks(group, repetition_medians(times, repetitions));
   finish(result);
   return result;
 }
 
 DistTrainResult data_parallel_train(const std::string& model, const std::vector<torch::Device>& devices,
-                                    std::int64_t batch_per_device, int steps, int warmup) {
+                                    std::int64_t batch_per_device, int steps, int warmup, int repetitions) {
   const std::string reason = backend::data_parallel_unsupported_reason(devices);
   if (!reason.empty()) throw InputError(reason);
   DistTrainResult result;
@@ -152,34 +182,62 @@ DistTrainResult data_parallel_train(const std::string& model, const std::vector<
   train::StepOptions options;
   options.data_parallel = devices;
   train::TrainStep step(models::make_model(model), first, options);
-  result.rank_ms_per_step = {step_ms(step, batcher, steps, warmup)};
+  const auto times = step_times(step, batcher, steps, warmup);
+  result.rank_ms_per_step = {median(times)};
+  result.repetition_ms = repetition_medians(times, repetitions);
   // One process: its step time stands for every device.
   result.rank_ms_per_step.resize(devices.size(), result.rank_ms_per_step.front());
   finish(result);
   return result;
 }
 
-std::string all_reduce_json(const ProcessGroup& group, const std::vector<AllReduceRow>& rows) {
-  nlohmann::ordered_json out = {{"benchmark", "all_reduce"}, {"backend", group.backend_name()},
-                                {"device", group.device().is_cuda() ? "cuda" : "cpu"}, {"world_size", group.world_size()},
-                                {"dtype", "fp32"}, {"op", "sum"}, {"rows", nlohmann::ordered_json::array()}};
+namespace {
+/// One Google Benchmark "iteration" entry: a repetition of a benchmark timed by torchprobe.
+nlohmann::ordered_json repetition_entry(const std::string& name, size_t index, size_t repetitions, int iterations,
+                                        double time, const char* unit) {
+  return {{"name", name},          {"run_name", name},     {"run_type", "iteration"}, {"repetitions", repetitions},
+          {"repetition_index", index}, {"threads", 1},     {"iterations", iterations},
+          {"real_time", time},     {"cpu_time", time},     {"time_unit", unit}};
+}
+}  // namespace
+
+std::string all_reduce_json(const ProcessGroup& group, const std::vector<AllReduceRow>& rows, const ContextEntries& context) {
+  nlohmann::ordered_json benchmarks = nlohmann::ordered_json::array();
+  const double n = group.world_size();
   for (const auto& r : rows) {
-    out["rows"].push_back({{"bytes", r.bytes}, {"median_us", r.median_us}, {"algbw_gbps", r.algbw_gbps},
-                           {"busbw_gbps", r.busbw_gbps}});
+    const std::string name = fmt::format("dist_allreduce/{}/{}/world:{}/dtype:fp32/bytes:{}", group.backend_name(),
+                                         group.device().is_cuda() ? "cuda" : "cpu", group.world_size(), r.bytes);
+    for (size_t i = 0; i < r.repetition_us.size(); ++i) {
+      auto entry = repetition_entry(name, i, r.repetition_us.size(), 1, r.repetition_us[i], "us");
+      const double algbw = static_cast<double>(r.bytes) / (r.repetition_us[i] * 1e-6) / 1e9;
+      entry["bytes"] = static_cast<double>(r.bytes);
+      entry["algbw_gbps"] = algbw;
+      entry["busbw_gbps"] = algbw * 2.0 * (n - 1.0) / n;
+      entry["world_size"] = n;
+      benchmarks.push_back(entry);
+    }
   }
-  return out.dump(2);
+  return results_document(context, benchmarks.dump());
 }
 
-std::string train_json(const DistTrainResult& r) {
-  return nlohmann::ordered_json{{"benchmark", r.engine == "data_parallel" ? "data_parallel_train_step" : "distributed_train_step"},
-                                {"backend", r.engine}, {"device", r.device},
-                                {"model", r.model}, {"world_size", r.world_size}, {"batch_per_rank", r.batch_per_rank},
-                                {"steps", r.steps}, {"all_reduce_calls_per_step", r.all_reduce_calls_per_step},
-                                {"rank_ms_per_step", r.rank_ms_per_step}, {"single_ms_per_step", r.single_ms_per_step},
-                                {"global_images_per_s", r.global_images_per_s},
-                                {"single_images_per_s", r.single_images_per_s},
-                                {"scaling_efficiency", r.scaling_efficiency}}
-      .dump(2);
+std::string train_json(const DistTrainResult& r, const ContextEntries& context) {
+  nlohmann::ordered_json benchmarks = nlohmann::ordered_json::array();
+  const std::string name = fmt::format("dist_train/{}/{}/world:{}/batch:{}/engine:{}", r.model, r.device, r.world_size,
+                                       r.batch_per_rank, r.engine);
+  const auto per_repetition = static_cast<int>(std::max<size_t>(1, static_cast<size_t>(r.steps) / std::max<size_t>(1, r.repetition_ms.size())));
+  for (size_t i = 0; i < r.repetition_ms.size(); ++i) {
+    auto entry = repetition_entry(name, i, r.repetition_ms.size(), per_repetition, r.repetition_ms[i], "ms");
+    const double global = static_cast<double>(r.world_size * r.batch_per_rank) / (r.repetition_ms[i] / 1e3);
+    entry["images_per_s"] = global;
+    entry["scaling_efficiency"] = global / (r.world_size * r.single_images_per_s);
+    entry["single_ms_per_step"] = r.single_ms_per_step;
+    entry["world_size"] = r.world_size;
+    entry["batch_per_rank"] = static_cast<double>(r.batch_per_rank);
+    entry["all_reduce_calls_per_step"] = r.all_reduce_calls_per_step;
+    for (size_t k = 0; k < r.rank_ms_per_step.size(); ++k) entry[fmt::format("rank{}_ms_per_step", k)] = r.rank_ms_per_step[k];
+    benchmarks.push_back(entry);
+  }
+  return results_document(context, benchmarks.dump());
 }
 
 std::string all_reduce_text(const ProcessGroup& group, const std::vector<AllReduceRow>& rows) {

@@ -6,20 +6,22 @@
 #include <vector>
 
 #include "torchprobe/dist/process_group.h"
+#include "torchprobe/run_context.h"
 
 namespace torchprobe::dist {
 
 struct AllReduceRow {
   std::int64_t bytes = 0;
   double median_us = 0.0;  ///< per all-reduce: the slowest rank's median
+  std::vector<double> repetition_us;  ///< the calls split into repetitions: each one's slowest-rank median
   double algbw_gbps = 0.0;  ///< bytes / time
   double busbw_gbps = 0.0;  ///< algbw x 2(n-1)/n: what each link carries in a ring all-reduce
 };
 
 /// Sum all-reduces of float32 tensors from `min_bytes` to `max_bytes`, doubling; `iterations`
-/// timed calls per size after 2 warm-up calls.
+/// timed calls per size after 2 warm-up calls, split into `repetitions` (each reported on its own).
 std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes,
-                                           int iterations);
+                                           int iterations, int repetitions = 5);
 
 /// One schema for both engines: ranks of a process group, or the devices of one data_parallel
 /// process (then every "rank" entry is the process's step time).
@@ -32,6 +34,7 @@ struct DistTrainResult {
   int steps = 0;
   int all_reduce_calls_per_step = 0;
   std::vector<double> rank_ms_per_step;  ///< median step time of each rank
+  std::vector<double> repetition_ms;     ///< the timed steps split into repetitions: each one's slowest-rank median
   double single_ms_per_step = 0.0;       ///< rank 0 alone, no all-reduce, the other ranks idle
   double global_images_per_s = 0.0;      ///< world x batch / the slowest rank's step time
   double single_images_per_s = 0.0;
@@ -40,17 +43,21 @@ struct DistTrainResult {
 
 /// `warmup` + `steps` data-parallel steps of `model` on the group's device (each rank its own synthetic
 /// shard, weights broadcast from rank 0, gradients averaged in buckets), after the single-process
-/// baseline on rank 0. Returns the same result on every rank.
+/// baseline on rank 0; the timed steps are split into `repetitions`. Returns the same result on every rank.
 DistTrainResult distributed_train(ProcessGroup& group, const std::string& model, std::int64_t batch_per_rank,
-                                  int steps, int warmup, std::int64_t bucket_bytes);
+                                  int steps, int warmup, std::int64_t bucket_bytes, int repetitions = 5);
 
 /// torch::nn::parallel::data_parallel in one process: `batch_per_device` x devices images per step
 /// over `devices` (CUDA builds), against one device alone with `batch_per_device` images.
 DistTrainResult data_parallel_train(const std::string& model, const std::vector<torch::Device>& devices,
-                                    std::int64_t batch_per_device, int steps, int warmup);
+                                    std::int64_t batch_per_device, int steps, int warmup, int repetitions = 5);
 
-std::string all_reduce_json(const ProcessGroup& group, const std::vector<AllReduceRow>& rows);
-std::string train_json(const DistTrainResult& result);
+/// Results files in Google Benchmark's schema (one entry per repetition, with counters), with `context`,
+/// so `torchprobe report` merges them and `torchprobe compare` gates them. Names:
+/// dist_allreduce/<backend>/<device>/world:<N>/dtype:fp32/bytes:<B> and
+/// dist_train/<model>/<device>/world:<N>/batch:<B>/engine:<gloo|nccl|data_parallel>.
+std::string all_reduce_json(const ProcessGroup& group, const std::vector<AllReduceRow>& rows, const ContextEntries& context);
+std::string train_json(const DistTrainResult& result, const ContextEntries& context);
 std::string all_reduce_text(const ProcessGroup& group, const std::vector<AllReduceRow>& rows);
 std::string train_text(const DistTrainResult& result);
 

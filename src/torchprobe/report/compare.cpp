@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "torchprobe/input_error.h"
@@ -13,75 +14,193 @@
 namespace torchprobe::report {
 namespace {
 
-constexpr size_t kMaxExactCells = 2500;  // bounds the exact distribution's table
-
-// Number of arrangements of n1 x-values and n2 y-values giving each U = 0..n1*n2, built up one
-// value at a time: the largest value is either an x (beating all j y-values) or a y.
+// Arrangements of m values of one sample and n of the other giving each U = 0..m*n (the coefficients
+// of the Gaussian binomial [m+n choose m]; symmetric in m and n). c[i] holds the counts for i values
+// of the small sample against the j values seen so far: c(i, j) = c(i-1, j) shifted by j + c(i, j-1).
+// O(m^2 n^2) time, O(m^2 n) memory: cheap for m <= 8, the only case the exact test is used for.
 std::vector<double> exact_u_counts(size_t n1, size_t n2) {
-  std::vector<std::vector<double>> previous(n2 + 1), current(n2 + 1);  // [j][k] for i-1 and i x-values
-  for (size_t i = 0; i <= n1; ++i) {
-    for (size_t j = 0; j <= n2; ++j) {
-      current[j].assign(i * j + 1, 0.0);
-      if (i == 0 || j == 0) {
-        current[j][0] = 1.0;
-        continue;
-      }
-      for (size_t k = 0; k <= i * j; ++k) {
-        const double with_x = k >= j && k - j < previous[j].size() ? previous[j][k - j] : 0.0;
-        const double with_y = k < current[j - 1].size() ? current[j - 1][k] : 0.0;
-        current[j][k] = with_x + with_y;
-      }
+  const size_t m = std::min(n1, n2), n = std::max(n1, n2);
+  std::vector<std::vector<double>> c(m + 1, std::vector<double>(1, 1.0));
+  for (size_t j = 1; j <= n; ++j) {
+    for (size_t i = 1; i <= m; ++i) {
+      std::vector<double>& counts = c[i];
+      counts.resize(i * j + 1, 0.0);  // c(i, j-1) padded: the U beyond i*(j-1) were impossible
+      const std::vector<double>& fewer = c[i - 1];  // c(i-1, j), already updated for this j
+      for (size_t k = 0; k < fewer.size(); ++k) counts[k + j] += fewer[k];
     }
-    std::swap(previous, current);
   }
-  return previous[n2];
+  return c[m];
 }
 
-std::string verdict_text(Verdict v) {
-  switch (v) {
-    case Verdict::kSlower: return "SLOWER";
-    case Verdict::kFaster: return "faster";
-    case Verdict::kUnchanged: return "same";
-  }
-  return "";
+// The regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz's method).
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0.0) return 0.0;
+  if (x >= 1.0) return 1.0;
+  const auto fraction = [](double a_, double b_, double x_) {
+    constexpr double kTiny = 1e-300;
+    double c = 1.0, d = 1.0 - (a_ + b_) * x_ / (a_ + 1.0);
+    if (std::fabs(d) < kTiny) d = kTiny;
+    d = 1.0 / d;
+    double h = d;
+    for (int m = 1; m <= 10000; ++m) {
+      const double m2 = 2.0 * m;
+      double aa = m * (b_ - m) * x_ / ((a_ + m2 - 1.0) * (a_ + m2));
+      d = 1.0 + aa * d;
+      d = std::fabs(d) < kTiny ? kTiny : d;
+      c = 1.0 + aa / c;
+      c = std::fabs(c) < kTiny ? kTiny : c;
+      d = 1.0 / d;
+      h *= d * c;
+      aa = -(a_ + m) * (a_ + b_ + m) * x_ / ((a_ + m2) * (a_ + m2 + 1.0));
+      d = 1.0 + aa * d;
+      d = std::fabs(d) < kTiny ? kTiny : d;
+      c = 1.0 + aa / c;
+      c = std::fabs(c) < kTiny ? kTiny : c;
+      d = 1.0 / d;
+      const double delta = d * c;
+      h *= delta;
+      if (std::fabs(delta - 1.0) < 1e-15) break;
+    }
+    return h;
+  };
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1.0) / (a + b + 2.0)) return front * fraction(a, b, x) / a;
+  return 1.0 - front * fraction(b, a, 1.0 - x) / b;
 }
 
-std::string p_text(const Comparison& c) {
-  if (!c.tested) return "-";
-  return fmt::format("{:.3g}", c.test.p);
+Side side_of(const Result* r) {
+  Side s;
+  if (r == nullptr) return s;
+  s.present = true;
+  s.error = r->error;
+  s.median_ms = r->median_ms;
+  s.cv_pct = r->cv_pct;
+  s.repetitions = r->repetitions;
+  s.failed_repetitions = r->failed_repetitions;
+  s.aggregates_only = r->aggregates_only;
+  return s;
+}
+
+std::string pct(double value) { return fmt::format("{:g}%", value); }
+
+// Decides a row whose benchmark ran on both sides.
+void judge(Comparison& c, const Result& base, const Result& cur, const CompareOptions& options) {
+  c.change_pct = 100.0 * (cur.median_ms - base.median_ms) / base.median_ms;
+  std::vector<std::string> notes;
+  for (const auto& [side, r] : {std::pair<const char*, const Result*>{"baseline", &base}, {"current", &cur}}) {
+    if (r->failed_repetitions > 0) {
+      notes.push_back(fmt::format("{} of {} {} repetitions failed and were dropped ({})", r->failed_repetitions,
+                                  r->failed_repetitions + r->repetitions, side, r->failed_reason.substr(0, 120)));
+    }
+  }
+  // The test the data allows: ranks over the repetitions; from the files' own mean and stddev when
+  // either kept only aggregates; none with a single repetition.
+  bool tested = false;
+  c.min_p = 0.0;
+  if (!base.aggregates_only && !cur.aggregates_only && base.samples_ms.size() >= 2 && cur.samples_ms.size() >= 2) {
+    c.test = "Mann-Whitney U";
+    c.p = mann_whitney_u(cur.samples_ms, base.samples_ms).p;
+    c.min_p = mann_whitney_min_p(base.samples_ms.size(), cur.samples_ms.size());
+    tested = c.min_p <= options.alpha;
+    if (!tested) {
+      notes.push_back(fmt::format("{}+{} repetitions cannot reach p < {} (the smallest p they can give is {:.2g}); use >= 4 "
+                                  "on each side",
+                                  base.samples_ms.size(), cur.samples_ms.size(), options.alpha, c.min_p));
+    }
+  } else if (base.repetitions >= 2 && cur.repetitions >= 2) {
+    c.test = "Welch t";
+    c.p = welch_p(cur.mean_ms, cur.stddev_ms, cur.repetitions, base.mean_ms, base.stddev_ms, base.repetitions);
+    tested = true;
+    notes.push_back("aggregates only: Welch's t-test on the files' means and standard deviations");
+  } else {
+    c.min_p = 1.0;
+    notes.push_back(fmt::format("{}+{} repetitions: no test possible", base.repetitions, cur.repetitions));
+  }
+  const bool significant = tested && c.p < options.alpha;
+  if (c.change_pct > options.threshold_pct) {
+    if (significant) {
+      c.verdict = Verdict::kSlower;
+    } else if (tested) {
+      c.verdict = Verdict::kSame;
+      notes.push_back(fmt::format("slower by {:.1f}% but not significant (p = {:.3g})", c.change_pct, c.p));
+    } else {
+      c.verdict = Verdict::kUnconfirmed;
+    }
+  } else if (c.change_pct < -options.threshold_pct) {
+    c.verdict = significant ? Verdict::kFaster : Verdict::kSame;
+    if (!significant) notes.push_back(fmt::format("faster by {:.1f}% but not confirmed", -c.change_pct));
+  } else {
+    c.verdict = Verdict::kSame;
+  }
+  for (const auto& n : notes) c.note += (c.note.empty() ? "" : "; ") + n;
+}
+
+bool fails_gate(Verdict v, const CompareOptions& options) {
+  return v == Verdict::kSlower || v == Verdict::kFailed || (v == Verdict::kUnconfirmed && options.fail_unconfirmed);
+}
+
+std::string cv_text(const Side& s) { return s.cv_pct >= 0.0 ? format_pct(s.cv_pct) : "-"; }
+
+std::string time_text(const Side& s) {
+  if (!s.present) return "-";
+  if (!s.error.empty()) return "failed";
+  return format_duration(s.median_ms);
+}
+
+std::string p_text(const Comparison& c) { return c.test.empty() ? "-" : fmt::format("{:.3g}", c.p); }
+
+std::string verdict_cell(const Comparison& c) {
+  std::string cell = verdict_name(c.verdict);
+  if (c.verdict == Verdict::kUnconfirmed) cell += fmt::format(" (min p {:.2g})", c.min_p);
+  return cell;
 }
 
 Table comparison_table(const CompareReport& report) {
   Table t;
-  t.header = {"benchmark", "baseline ms", "current ms", "change", "reps", "p (U test)", "verdict"};
-  t.right_aligned = {false, true, true, true, true, true, false};
+  t.header = {"benchmark", "baseline", "current", "change", "CV base", "CV cur", "reps", "p", "verdict", "note"};
+  t.right_aligned = {false, true, true, true, true, true, true, true, false, false};
   for (const auto& c : report.rows) {
-    std::string verdict = verdict_text(c.verdict);
-    if (!c.note.empty()) verdict += " (" + c.note + ")";
-    t.add({c.name, format_ms(c.baseline_ms), format_ms(c.current_ms), format_pct(c.change_pct, /*sign=*/true),
-           fmt::format("{}/{}", c.baseline_reps, c.current_reps), p_text(c), verdict});
+    t.add({c.name, time_text(c.baseline), time_text(c.current), c.paired() ? format_pct(c.change_pct, /*sign=*/true) : "-",
+           cv_text(c.baseline), cv_text(c.current), fmt::format("{}/{}", c.baseline.repetitions, c.current.repetitions),
+           p_text(c), verdict_cell(c), c.note});
   }
-  if (!report.rows.empty()) {
-    t.add({fmt::format("geometric mean ({} benchmarks)", report.rows.size()), "", "",
-           format_pct(100.0 * (report.geomean_ratio - 1.0), /*sign=*/true), "", "", ""});
+  if (report.paired > 0) {
+    t.add({fmt::format("geometric mean ({} paired)", report.paired), "", "",
+           format_pct(100.0 * (report.geomean_ratio - 1.0), /*sign=*/true), "", "", "", "", "", ""});
   }
   return t;
 }
 
-std::string lists_text(const CompareReport& report, const std::string& bullet, const std::string& code) {
+std::string xml_escape(const std::string& text) {
   std::string out;
-  for (const auto& n : report.only_baseline) out += fmt::format("{}only in the baseline: {}{}{}\n", bullet, code, n, code);
-  for (const auto& n : report.only_current) out += fmt::format("{}only in the current run: {}{}{}\n", bullet, code, n, code);
-  for (const auto& [n, why] : report.not_compared) out += fmt::format("{}not compared: {}{}{}: {}\n", bullet, code, n, code, why);
+  for (const char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // Control characters other than tab and newlines are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
+          out += ' ';
+        } else {
+          out += ch;
+        }
+    }
+  }
   return out;
 }
 
-std::string summary_line(const CompareReport& report, const CompareOptions& options) {
-  const int slower = report.regressions();
-  return slower > 0 ? fmt::format("FAIL: {} benchmark(s) slower by more than {}% (alpha {})", slower,
-                                  fmt::format("{:g}", options.threshold_pct), options.alpha)
-                    : fmt::format("OK: no benchmark slower by more than {}% (alpha {})",
-                                  fmt::format("{:g}", options.threshold_pct), options.alpha);
+std::string row_detail(const Comparison& c) {
+  std::string text = fmt::format("baseline {} (CV {}, {} reps), current {} (CV {}, {} reps)", time_text(c.baseline),
+                                 cv_text(c.baseline), c.baseline.repetitions, time_text(c.current), cv_text(c.current),
+                                 c.current.repetitions);
+  if (c.paired()) text += fmt::format(", change {}", format_pct(c.change_pct, /*sign=*/true));
+  if (!c.test.empty()) text += fmt::format(", {} p = {:.3g}", c.test, c.p);
+  if (!c.current.error.empty()) text += ", current error: " + c.current.error;
+  if (!c.note.empty()) text += "; " + c.note;
+  return text;
 }
 
 }  // namespace
@@ -112,7 +231,7 @@ UTest mann_whitney_u(const std::vector<double>& x, const std::vector<double>& y)
   UTest result;
   result.u = rank_sum_x - d1 * (d1 + 1.0) / 2.0;
   const double u_max = std::max(result.u, d1 * d2 - result.u);
-  if (!ties && (n1 <= 8 || n2 <= 8) && n1 * n2 <= kMaxExactCells) {
+  if (!ties && (n1 <= 8 || n2 <= 8)) {
     const auto counts = exact_u_counts(n1, n2);
     const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
     double upper = 0.0;  // P(U >= u_max)
@@ -136,82 +255,187 @@ double mann_whitney_min_p(size_t n1, size_t n2) {
   return std::min(1.0, 2.0 / arrangements);
 }
 
-int CompareReport::regressions() const {
-  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const Comparison& c) { return c.verdict == Verdict::kSlower; }));
+double welch_p(double mean1, double stddev1, int n1, double mean2, double stddev2, int n2) {
+  if (n1 < 2 || n2 < 2) throw std::invalid_argument("welch_p needs at least 2 values on each side");
+  const double v1 = stddev1 * stddev1 / n1, v2 = stddev2 * stddev2 / n2, se2 = v1 + v2;
+  if (se2 <= 0.0) return mean1 == mean2 ? 1.0 : 0.0;
+  const double t = (mean1 - mean2) / std::sqrt(se2);
+  const double df = se2 * se2 / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1));
+  return std::min(1.0, incomplete_beta(df / 2.0, 0.5, df / (df + t * t)));
+}
+
+std::string verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kSlower: return "SLOWER";
+    case Verdict::kUnconfirmed: return "UNCONFIRMED";
+    case Verdict::kFailed: return "FAILED";
+    case Verdict::kFaster: return "FASTER";
+    case Verdict::kSame: return "SAME";
+    case Verdict::kNew: return "NEW";
+    case Verdict::kGone: return "GONE";
+  }
+  return "";
+}
+
+int CompareReport::count(Verdict verdict) const {
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const Comparison& c) { return c.verdict == verdict; }));
+}
+
+int CompareReport::exit_code(const CompareOptions& options) const {
+  if (current_empty) return 1;
+  return std::any_of(rows.begin(), rows.end(), [&](const Comparison& c) { return fails_gate(c.verdict, options); }) ? 1 : 0;
 }
 
 CompareReport compare_results(const ResultSet& baseline, const ResultSet& current, const CompareOptions& options) {
-  std::map<std::string, const Result*> base_by_name, current_by_name;
-  for (const auto& r : baseline.results) base_by_name[r.name] = &r;
+  if (baseline.results.empty()) throw InputError("the baseline has no benchmarks: there is nothing to compare against");
+  std::map<std::string, const Result*> current_by_name;
   for (const auto& r : current.results) current_by_name[r.name] = &r;
-
+  std::map<std::string, bool> in_baseline;
   CompareReport report;
+  report.current_empty = current.results.empty();
   double log_sum = 0.0;
-  for (const auto& r : baseline.results) {
-    if (!current_by_name.count(r.name)) report.only_baseline.push_back(r.name);
-  }
-  for (const auto& cur : current.results) {
-    const auto it = base_by_name.find(cur.name);
-    if (it == base_by_name.end()) {
-      report.only_current.push_back(cur.name);
-      continue;
-    }
-    const Result& base = *it->second;
-    if (base.failed() || cur.failed()) {
-      report.not_compared.emplace_back(cur.name, base.failed() ? "failed in the baseline: " + base.error
-                                                               : "failed in the current run: " + cur.error);
-      continue;
-    }
+  for (const auto& base : baseline.results) {
+    in_baseline[base.name] = true;
+    const auto it = current_by_name.find(base.name);
+    const Result* cur = it == current_by_name.end() ? nullptr : it->second;
     Comparison c;
-    c.name = cur.name;
-    c.baseline_ms = base.median_ms;
-    c.current_ms = cur.median_ms;
-    c.change_pct = 100.0 * (cur.median_ms - base.median_ms) / base.median_ms;
-    c.baseline_reps = base.repetitions;
-    c.current_reps = cur.repetitions;
-    // Significance decides only where the U test can reach alpha at all; otherwise the threshold alone.
-    bool significant = true;
-    if (base.samples_ms.size() >= 2 && cur.samples_ms.size() >= 2) {
-      c.tested = true;
-      c.test = mann_whitney_u(cur.samples_ms, base.samples_ms);
-      const double min_p = mann_whitney_min_p(base.samples_ms.size(), cur.samples_ms.size());
-      if (min_p > options.alpha) {
-        c.note = fmt::format("{}+{} repetitions cannot reach p<{} (min p {:.2g}): threshold only", base.samples_ms.size(),
-                             cur.samples_ms.size(), options.alpha, min_p);
-      } else {
-        significant = c.test.p < options.alpha;
-      }
+    c.name = base.name;
+    c.baseline = side_of(&base);
+    c.current = side_of(cur);
+    if (cur == nullptr) {
+      c.verdict = report.current_empty ? Verdict::kFailed : Verdict::kGone;
+      if (report.current_empty) c.note = "the current file has no benchmarks at all";
+    } else if (!base.failed() && cur->failed()) {
+      c.verdict = Verdict::kFailed;
+      c.note = "ran in the baseline, fails now: " + cur->error;
+    } else if (base.failed()) {
+      c.verdict = cur->failed() ? Verdict::kSame : Verdict::kNew;
+      c.note = cur->failed() ? "failed in both runs: " + cur->error : "failed in the baseline: " + base.error;
     } else {
-      c.note = "fewer than 2 repetitions: threshold only";
+      judge(c, base, *cur, options);
+      log_sum += std::log(cur->median_ms / base.median_ms);
+      ++report.paired;
     }
-    if (c.change_pct > options.threshold_pct && significant) {
-      c.verdict = Verdict::kSlower;
-    } else if (c.change_pct < -options.threshold_pct && significant) {
-      c.verdict = Verdict::kFaster;
-    } else if (std::fabs(c.change_pct) > options.threshold_pct && c.note.empty()) {
-      c.note = fmt::format("not significant, p={:.3g}", c.test.p);
-    }
-    if (c.verdict == Verdict::kUnchanged && std::fabs(c.change_pct) <= options.threshold_pct) c.note.clear();
-    log_sum += std::log(cur.median_ms / base.median_ms);
     report.rows.push_back(c);
   }
-  if (!report.rows.empty()) report.geomean_ratio = std::exp(log_sum / static_cast<double>(report.rows.size()));
+  for (const auto& cur : current.results) {
+    if (in_baseline.count(cur.name)) continue;
+    Comparison c;
+    c.name = cur.name;
+    c.current = side_of(&cur);
+    c.verdict = Verdict::kNew;
+    if (cur.failed()) c.note = "fails: " + cur.error;
+    report.rows.push_back(c);
+  }
+  if (report.paired > 0) report.geomean_ratio = std::exp(log_sum / report.paired);
   return report;
 }
 
+std::string compare_summary(const CompareReport& report, const CompareOptions& options) {
+  std::string counts;
+  for (const Verdict v : {Verdict::kSlower, Verdict::kFailed, Verdict::kUnconfirmed, Verdict::kFaster, Verdict::kSame,
+                          Verdict::kNew, Verdict::kGone}) {
+    if (const int n = report.count(v)) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, verdict_name(v));
+  }
+  const int code = report.exit_code(options);
+  std::string line = fmt::format("{}: {}", code ? "FAIL" : "OK", counts);
+  if (report.current_empty) line += " (the current file has no benchmarks)";
+  line += fmt::format(" (threshold {}, alpha {}{}; exit {})", pct(options.threshold_pct), options.alpha,
+                      options.fail_unconfirmed ? ", UNCONFIRMED fails" : "", code);
+  return line;
+}
+
 std::string compare_console(const CompareReport& report, const CompareOptions& options) {
-  return comparison_table(report).console() + lists_text(report, "", "") + summary_line(report, options) + "\n";
+  return comparison_table(report).console() + compare_summary(report, options) + "\n";
 }
 
 std::string compare_markdown(const CompareReport& report, const CompareOptions& options) {
-  std::string out = "# torchprobe compare\n\n";
-  out += fmt::format("Threshold {}%, alpha {}; change = (current - baseline) / baseline of the median time, "
-                     "positive is slower.\n\n", fmt::format("{:g}", options.threshold_pct), options.alpha);
+  std::string out = "# torchprobe compare\n\n**" + compare_summary(report, options) + "**\n\n";
+  out += fmt::format("Threshold {}, alpha {}: a benchmark is SLOWER when its median time grew by more than the threshold "
+                     "and the test on its repetitions says p < alpha; change = (current - baseline) / baseline of the "
+                     "medians, positive is slower.\n\n",
+                     pct(options.threshold_pct), options.alpha);
   out += comparison_table(report).markdown();
-  const std::string lists = lists_text(report, "- ", "`");
-  if (!lists.empty()) out += "\n" + lists;
-  out += "\n**" + summary_line(report, options) + "**\n";
   return out;
+}
+
+std::string compare_junit(const CompareReport& report, const CompareOptions& options) {
+  int failures = 0, skipped = 0;
+  std::string cases;
+  for (const auto& c : report.rows) {
+    const auto slash = c.name.find('/');
+    const std::string suite = slash == std::string::npos ? c.name : c.name.substr(0, slash);
+    const double seconds = c.current.present && c.current.error.empty() ? c.current.median_ms / 1e3 : 0.0;
+    cases += fmt::format("    <testcase classname=\"torchprobe.compare.{}\" name=\"{}\" time=\"{:.6f}\">", xml_escape(suite),
+                         xml_escape(c.name), seconds);
+    const std::string detail = xml_escape(row_detail(c));
+    if (fails_gate(c.verdict, options)) {
+      ++failures;
+      cases += fmt::format("\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    ", verdict_name(c.verdict),
+                           xml_escape(verdict_name(c.verdict) + ": " + c.name), detail);
+    } else if (c.verdict == Verdict::kGone || c.verdict == Verdict::kUnconfirmed) {
+      ++skipped;
+      cases += fmt::format("\n      <skipped message=\"{}\"/>\n      <system-out>{}</system-out>\n    ",
+                           xml_escape(verdict_name(c.verdict)), detail);
+    } else {
+      cases += fmt::format("\n      <system-out>{}: {}</system-out>\n    ", verdict_name(c.verdict), detail);
+    }
+    cases += "</testcase>\n";
+  }
+  if (report.current_empty) {
+    ++failures;
+    cases += "    <testcase classname=\"torchprobe.compare\" name=\"current file\" time=\"0\">\n"
+             "      <failure type=\"FAILED\" message=\"the current file has no benchmarks\"/>\n    </testcase>\n";
+  }
+  const int tests = static_cast<int>(report.rows.size()) + (report.current_empty ? 1 : 0);
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"torchprobe compare\" tests=\"{}\" failures=\"{}\" "
+                     "skipped=\"{}\">\n  <testsuite name=\"torchprobe compare\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n"
+                     "    <properties>\n      <property name=\"summary\" value=\"{}\"/>\n    </properties>\n{}  </testsuite>\n"
+                     "</testsuites>\n",
+                     tests, failures, skipped, tests, failures, skipped, xml_escape(compare_summary(report, options)), cases);
+}
+
+std::string compare_json(const CompareReport& report, const CompareOptions& options) {
+  using nlohmann::json;
+  const auto side = [](const Side& s) -> json {
+    if (!s.present) return nullptr;
+    return {{"median_ms", s.error.empty() ? json(s.median_ms) : json(nullptr)},
+            {"cv_pct", s.cv_pct >= 0.0 ? json(s.cv_pct) : json(nullptr)},
+            {"repetitions", s.repetitions},
+            {"failed_repetitions", s.failed_repetitions},
+            {"aggregates_only", s.aggregates_only},
+            {"error", s.error}};
+  };
+  json rows = json::array();
+  for (const auto& c : report.rows) {
+    rows.push_back({{"name", c.name},
+                    {"verdict", verdict_name(c.verdict)},
+                    {"fails_gate", fails_gate(c.verdict, options)},
+                    {"baseline", side(c.baseline)},
+                    {"current", side(c.current)},
+                    {"change_pct", c.paired() ? json(c.change_pct) : json(nullptr)},
+                    {"test", c.test},
+                    {"p_value", c.test.empty() ? json(nullptr) : json(c.p)},
+                    {"min_p", c.verdict == Verdict::kUnconfirmed ? json(c.min_p) : json(nullptr)},
+                    {"note", c.note}});
+  }
+  json counts = json::object();
+  for (const Verdict v : {Verdict::kSlower, Verdict::kUnconfirmed, Verdict::kFailed, Verdict::kFaster, Verdict::kSame,
+                          Verdict::kNew, Verdict::kGone}) {
+    counts[verdict_name(v)] = report.count(v);
+  }
+  const json doc = {{"threshold_pct", options.threshold_pct},
+                    {"alpha", options.alpha},
+                    {"fail_unconfirmed", options.fail_unconfirmed},
+                    {"exit_code", report.exit_code(options)},
+                    {"summary", compare_summary(report, options)},
+                    {"counts", counts},
+                    {"current_empty", report.current_empty},
+                    {"paired", report.paired},
+                    {"geomean_ratio", report.paired > 0 ? json(report.geomean_ratio) : json(nullptr)},
+                    {"rows", rows}};
+  // Benchmark names are bytes from a file: never let an odd byte stop the output.
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 double parse_percent(const std::string& text, const std::string& flag) {

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -46,9 +45,8 @@ std::string string_or(const json& object, const char* key, const std::string& fa
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-std::string strip_gbench_suffixes(std::string name) {
-  static const std::regex suffix(R"((/(manual_time|real_time|process_time|iterations:\d+|repeats:\d+|min_time:[0-9.]+s?|threads:\d+))+$)");
-  return std::regex_replace(name, suffix, "");
+bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 std::string gib(double bytes) { return fmt::format("{:.0f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
@@ -114,11 +112,42 @@ RunContext parse_context(const json& doc, const std::string& source) {
 struct Accumulator {
   Result result;
   std::vector<double> aggregate_median_ms;  // used only when the file has no per-repetition runs
-  double aggregate_cv = -1.0;
+  double aggregate_cv = -1.0, aggregate_mean_ms = std::numeric_limits<double>::quiet_NaN(),
+         aggregate_stddev_ms = std::numeric_limits<double>::quiet_NaN();
   int aggregate_repetitions = 0;
   std::map<std::string, std::vector<double>> counters;
   std::map<std::string, double> aggregate_counters;
+  int failed = 0;
+  std::string failed_reason;
 };
+
+// A field of one entry, checked for its type: InputError naming the file, the entry and the field.
+bool bool_field(const json& entry, const char* key, const std::string& where) {
+  const auto it = entry.find(key);
+  if (it == entry.end() || it->is_null()) return false;
+  if (!it->is_boolean()) throw InputError(fmt::format("{}: \"{}\" must be true or false, got {}", where, key, it->dump()));
+  return it->get<bool>();
+}
+
+double number_field(const json& entry, const char* key, const std::string& where) {
+  const auto it = entry.find(key);
+  if (it == entry.end() || !it->is_number()) {
+    throw InputError(fmt::format("{}: no numeric \"{}\"{}", where, key,
+                                 it == entry.end() ? "" : ", got " + it->dump().substr(0, 60)));
+  }
+  const double value = it->get<double>();
+  if (value < 0.0 && (std::string(key) == "real_time" || std::string(key) == "cpu_time")) {
+    throw InputError(fmt::format("{}: \"{}\" is negative ({}): not a time", where, key, value));
+  }
+  return value;
+}
+
+int int_field(const json& entry, const char* key, const std::string& where) {
+  const auto it = entry.find(key);
+  if (it == entry.end() || it->is_null()) return 0;
+  if (!it->is_number_integer()) throw InputError(fmt::format("{}: \"{}\" must be an integer, got {}", where, key, it->dump()));
+  return it->get<int>();
+}
 
 // Google Benchmark writes non-finite values as bare NaN / inf (e.g. the CV of an all-zero counter),
 // which is not JSON. Outside strings, such a value becomes null.
@@ -162,8 +191,15 @@ std::string nonfinite_to_null(const std::string& text) {
 }
 
 bool is_device(const std::string& token) {
-  static const std::regex device(R"(cpu|cuda(:\d+)?|mps|xpu(:\d+)?)");
-  return std::regex_match(token, device);
+  if (token == "cpu" || token == "mps") return true;
+  for (const std::string prefix : {"cuda", "xpu"}) {
+    if (token.compare(0, prefix.size(), prefix) != 0) continue;
+    if (token.size() == prefix.size()) return true;
+    if (token[prefix.size()] != ':' || token.size() == prefix.size() + 1) return false;
+    return std::all_of(token.begin() + static_cast<std::ptrdiff_t>(prefix.size() + 1), token.end(),
+                       [](unsigned char c) { return std::isdigit(c); });
+  }
+  return false;
 }
 
 // Device labels: plain ids for one host; id@host when several hosts' devices meet in one report.
@@ -186,8 +222,15 @@ double Result::counter(const std::string& name) const {
   return it == counters.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
 }
 
+std::string without_timing_suffix(const std::string& name) {
+  for (const char* suffix : {"/manual_time", "/real_time", "/process_time"}) {
+    if (ends_with(name, suffix)) return name.substr(0, name.size() - std::char_traits<char>::length(suffix));
+  }
+  return name;
+}
+
 void parse_benchmark_name(const std::string& name, Result& result) {
-  result.name = strip_gbench_suffixes(name);
+  result.name = without_timing_suffix(name);
   std::vector<std::string> tokens;
   std::stringstream stream(result.name);
   for (std::string token; std::getline(stream, token, '/');) tokens.push_back(token);
@@ -229,7 +272,20 @@ void parse_benchmark_name(const std::string& name, Result& result) {
   if (result.params.count("dtype")) result.dtype = result.params["dtype"];  // copies have none
 }
 
+namespace {
+ResultSet parse_document(const std::string& json_text, const std::string& source);
+}  // namespace
+
 ResultSet parse_results(const std::string& json_text, const std::string& source) {
+  try {
+    return parse_document(json_text, source);
+  } catch (const json::exception& e) {  // a field of an unexpected type that no check above names
+    throw InputError(fmt::format("{}: a field has an unexpected type or value: {}", source, e.what()));
+  }
+}
+
+namespace {
+ResultSet parse_document(const std::string& json_text, const std::string& source) {
   json doc;
   try {
     doc = json::parse(nonfinite_to_null(json_text));
@@ -243,6 +299,8 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
   ResultSet set;
   set.contexts.push_back(parse_context(doc, source));
 
+  // Grouped by the name as the program registered it (run_name): repetitions of one benchmark share
+  // it, and no two benchmarks do.
   std::vector<std::string> order;
   std::map<std::string, Accumulator> runs;
   size_t index = 0;
@@ -251,60 +309,80 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
       throw InputError(fmt::format("{}: an entry without a \"name\" string", where));
     }
+    if (entry.contains("run_name") && !entry["run_name"].is_string()) {
+      throw InputError(fmt::format("{}: \"run_name\" must be a string, got {}", where, entry["run_name"].dump()));
+    }
     const std::string run_name = string_or(entry, "run_name", entry["name"].get<std::string>());
-    const std::string key = strip_gbench_suffixes(run_name);
-    auto [it, inserted] = runs.try_emplace(key);
+    const std::string at = fmt::format("{} ({})", where, run_name.substr(0, 200));
+    auto [it, inserted] = runs.try_emplace(run_name);
     Accumulator& acc = it->second;
     if (inserted) {
-      order.push_back(key);
+      order.push_back(run_name);
       parse_benchmark_name(run_name, acc.result);
     }
-    const bool errored = entry.value("error_occurred", false) ||
-                         (entry.contains("skipped") && entry["skipped"].is_boolean() && entry["skipped"].get<bool>());
+    const bool errored = bool_field(entry, "error_occurred", at) || bool_field(entry, "skipped", at);
     if (errored) {
-      acc.result.error = string_or(entry, "error_message", string_or(entry, "skip_message", "failed (no message)"));
+      ++acc.failed;
+      acc.failed_reason = string_or(entry, "error_message", string_or(entry, "skip_message", "failed (no message)"));
       continue;
     }
-    const auto has_number = [&](const char* k) { return entry.contains(k) && entry[k].is_number(); };
-    if (!has_number("real_time")) throw InputError(fmt::format("{} ({}): no numeric \"real_time\"", where, run_name));
-    const double to_ms = ms_per_unit(string_or(entry, "time_unit", "ns"), where);
+    const double real_time = number_field(entry, "real_time", at);
+    const double to_ms = ms_per_unit(string_or(entry, "time_unit", "ns"), at);
     const std::string run_type = string_or(entry, "run_type", "iteration");
     if (run_type == "iteration") {
-      acc.result.samples_ms.push_back(entry["real_time"].get<double>() * to_ms);
+      acc.result.samples_ms.push_back(real_time * to_ms);
       for (const auto& [k, v] : entry.items()) {
         if (!kGbenchKeys.count(k) && v.is_number()) acc.counters[k].push_back(v.get<double>());
       }
     } else if (run_type == "aggregate") {
       const std::string aggregate = string_or(entry, "aggregate_name");
-      acc.aggregate_repetitions = entry.value("repetitions", 0);
+      acc.aggregate_repetitions = int_field(entry, "repetitions", at);
       if (aggregate == "median") {
-        acc.aggregate_median_ms.push_back(entry["real_time"].get<double>() * to_ms);
+        acc.aggregate_median_ms.push_back(real_time * to_ms);
         for (const auto& [k, v] : entry.items()) {
           if (!kGbenchKeys.count(k) && v.is_number()) acc.aggregate_counters[k] = v.get<double>();
         }
+      } else if (aggregate == "mean") {
+        acc.aggregate_mean_ms = real_time * to_ms;
+      } else if (aggregate == "stddev") {
+        acc.aggregate_stddev_ms = real_time * to_ms;
       } else if (aggregate == "cv") {
         // gbench reports the CV as a fraction in real_time (aggregate_unit "percentage").
-        acc.aggregate_cv = 100.0 * entry["real_time"].get<double>();
+        acc.aggregate_cv = 100.0 * real_time;
       }
     }
   }
 
+  // Two entries that differ only in their timing suffix (one program timing one function two ways)
+  // keep it, so they stay apart.
+  std::map<std::string, int> uses;
+  for (const auto& key : order) ++uses[runs[key].result.name];
   for (const auto& key : order) {
     Accumulator& acc = runs[key];
     Result& r = acc.result;
+    if (uses[r.name] > 1) r.name = key;
     if (!r.samples_ms.empty()) {
-      r.repetitions = static_cast<int>(r.samples_ms.size());
       const Stats stats = summarize(r.samples_ms);
+      r.repetitions = stats.samples;
       r.median_ms = stats.median;
+      r.mean_ms = stats.mean;
+      r.stddev_ms = stats.stddev;
       r.cv_pct = stats.samples >= 2 && stats.mean > 0.0 ? stats.cv_pct : -1.0;
       for (const auto& [k, values] : acc.counters) r.counters[k] = median(values);
     } else if (!acc.aggregate_median_ms.empty()) {  // --benchmark_report_aggregates_only files
-      r.repetitions = acc.aggregate_repetitions;
+      r.aggregates_only = true;
+      r.repetitions = std::max(0, acc.aggregate_repetitions - acc.failed);
       r.median_ms = acc.aggregate_median_ms.front();
+      r.mean_ms = std::isfinite(acc.aggregate_mean_ms) ? acc.aggregate_mean_ms : r.median_ms;
+      r.stddev_ms = std::isfinite(acc.aggregate_stddev_ms) ? acc.aggregate_stddev_ms : 0.0;
       r.cv_pct = acc.aggregate_cv;
       r.counters = acc.aggregate_counters;
-    } else if (r.error.empty()) {
-      r.error = "no measurements in the file";
+    }
+    if (r.samples_ms.empty() && acc.aggregate_median_ms.empty()) {
+      r.error = acc.failed > 0 ? acc.failed_reason : "no measurements in the file";
+    } else if (acc.failed > 0) {
+      r.failed_repetitions = acc.failed;
+      r.failed_reason = acc.failed_reason;
     }
     r.context = 0;
     set.results.push_back(std::move(r));
@@ -312,6 +390,7 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
   label_devices(set);
   return set;
 }
+}  // namespace
 
 ResultSet load_results(const std::vector<std::string>& paths) {
   if (paths.empty()) throw InputError("no results files given");

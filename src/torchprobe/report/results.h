@@ -27,7 +27,12 @@ struct RunContext {
 
 /// One benchmark (all its repetitions) on one device.
 struct Result {
-  std::string name;     ///< benchmark name without gbench's suffixes, e.g. "train_step/net/cpu/batch:64"
+  /// The benchmark's name as its program registered it, without the timing suffix Google Benchmark
+  /// appends (/manual_time, /real_time, /process_time), e.g. "train_step/net/cpu/batch:64/...";
+  /// every other part (arguments, /threads:N, /iterations:N, /repeats:N, /min_time:...) is kept, since
+  /// it can tell two benchmarks of one program apart. Where two entries of one file differ only in their
+  /// timing suffix, both keep it.
+  std::string name;
   std::string suite;    ///< first name component: "train_step", "op", "data", ...
   std::string subject;  ///< model (train_step), op name (op) or step (data)
   std::string device;   ///< "cpu", "cuda:0"; "cpu" when the name has none (host-side work)
@@ -36,13 +41,17 @@ struct Result {
   std::int64_t batch = 0;  ///< 0: not applicable
   std::string dtype;       ///< from the name's dtype:; "fp32" for training steps without one; else ""
   std::map<std::string, std::string> params;  ///< every key:value name component (batch, dtype, n, ...)
-  std::vector<double> samples_ms;             ///< per repetition: time per iteration in ms
-  int repetitions = 0;
+  std::vector<double> samples_ms;             ///< per valid repetition: time per iteration in ms
+  int repetitions = 0;                        ///< valid repetitions (from the aggregates' count in aggregate-only files)
   double median_ms = 0.0;
+  double mean_ms = 0.0, stddev_ms = 0.0;      ///< over the valid repetitions (or the file's mean and stddev aggregates)
   double cv_pct = -1.0;  ///< coefficient of variation over repetitions; < 0 when fewer than 2
+  bool aggregates_only = false;  ///< the file had only the aggregates (--benchmark_report_aggregates_only)
+  int failed_repetitions = 0;    ///< repetitions that failed while others ran (those are used)
+  std::string failed_reason;     ///< why they failed
   /// Counters, median over repetitions; absent when the benchmark did not report them.
   std::map<std::string, double> counters;
-  std::string error;  ///< non-empty: the benchmark failed or was skipped, with this reason
+  std::string error;  ///< non-empty: every repetition failed or was skipped, with this reason
   size_t context = 0; ///< index into ResultSet::contexts
 
   bool failed() const { return !error.empty(); }
@@ -64,7 +73,10 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
 /// Reads and merges files. Throws InputError naming the file when one is unreadable or malformed.
 ResultSet load_results(const std::vector<std::string>& paths);
 
-/// Splits "train_step/net/cuda:0/batch:64" into suite, subject, device and key:value params.
+/// Splits "train_step/net/cuda:0/batch:64" into suite, subject, device and key:value params; sets the
+/// name (without the timing suffix). Plain scanning: any length of name.
 void parse_benchmark_name(const std::string& name, Result& result);
+/// The name without a final /manual_time, /real_time or /process_time.
+std::string without_timing_suffix(const std::string& name);
 
 }  // namespace torchprobe::report

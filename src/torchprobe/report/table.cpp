@@ -68,6 +68,15 @@ std::string format_number(double value, int significant) {
 
 std::string format_ms(double ms) { return format_number(ms, 3); }
 
+std::string format_duration(double ms) {
+  if (!std::isfinite(ms)) return "-";
+  const double a = std::fabs(ms);
+  if (a >= 1000.0) return format_number(ms / 1000.0, 3) + " s";
+  if (a >= 1.0 || a == 0.0) return format_number(ms, 3) + " ms";
+  if (a >= 1e-3) return format_number(ms * 1e3, 3) + " us";
+  return format_number(ms * 1e6, 3) + " ns";
+}
+
 std::string format_rate(double per_s) {
   if (!std::isfinite(per_s)) return "-";
   if (per_s >= 1000.0) {  // thousands separated by spaces (SI style): 12 345

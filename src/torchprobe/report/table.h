@@ -17,6 +17,8 @@ struct Table {
 
 /// Number formatting shared by every printer; NaN prints as "-" ("" in CSV).
 std::string format_ms(double ms);          ///< 3 significant digits, e.g. "0.123", "12.3", "1234"
+/// A time given in ms, in the unit that fits it: "101 ns", "12.3 us", "4.56 ms", "1.23 s".
+std::string format_duration(double ms);
 std::string format_rate(double per_s);     ///< e.g. "12 345", "987", "1.23"
 std::string format_ratio(double ratio);    ///< e.g. "3.42x"
 std::string format_pct(double pct, bool sign = false);  ///< e.g. "4.2%" / "+4.2%"

@@ -1,0 +1,29 @@
+#pragma once
+// What every results file records about where and how it was measured, whichever program writes it:
+// torchprobe-bench (through Google Benchmark's context) or the dist commands (their own files, in the
+// same schema), so `torchprobe report` and `compare` read them alike.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "torchprobe/blas.h"
+#include "torchprobe/trust.h"
+
+namespace torchprobe {
+
+using ContextEntries = std::vector<std::pair<std::string, std::string>>;
+
+/// torchprobe's own context keys: torchprobe_version, libtorch_version, torch_threads, interop_threads,
+/// blas, blas_threading, host_allocator (when set), inventory (one-line JSON), trust_warnings (JSON array).
+ContextEntries torchprobe_context(const ThreadSetup& threads, const std::string& allocator,
+                                  const std::vector<trust::Warning>& warnings);
+
+/// The keys Google Benchmark writes itself (date, host_name, executable, num_cpus, library_build_type),
+/// for files torchprobe writes without it.
+ContextEntries standard_context();
+
+/// {"context": {...}, "benchmarks": [...]} in Google Benchmark's JSON schema; `benchmarks_json` is the
+/// array's text. Numbers among the context values stay strings, as Google Benchmark's custom context does.
+std::string results_document(const ContextEntries& context, const std::string& benchmarks_json);
+
+}  // namespace torchprobe

@@ -1,0 +1,240 @@
+// The CI gate: pairing, verdicts, exit codes, the significance tests against scipy, and the printers
+// (console, Markdown, JUnit, JSON) on golden files.
+#include "torchprobe/report/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "test_util.h"
+#include "torchprobe/input_error.h"
+#include "torchprobe/io.h"
+
+using namespace torchprobe;
+
+namespace {
+
+const std::string kFixtures = TORCHPROBE_COMPARE_FIXTURE_DIR;
+
+report::ResultSet load(const std::string& file) { return report::load_results({kFixtures + "/" + file}); }
+
+report::CompareReport fixture_report(const report::CompareOptions& options = {}) {
+  return report::compare_results(load("baseline.json"), load("current.json"), options);
+}
+
+const report::Comparison& row(const report::CompareReport& r, const std::string& name) {
+  for (const auto& c : r.rows) {
+    if (c.name == name) return c;
+  }
+  throw std::runtime_error("no row " + name);
+}
+
+// Five repetitions per side around the given medians, as a Google Benchmark file.
+report::ResultSet timings(const std::vector<double>& ms) {
+  std::string runs;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    runs += (i ? "," : "") + fmt::format(R"({{"name": "b", "run_type": "iteration", "real_time": {}, "time_unit": "ms"}})", ms[i]);
+  }
+  return report::parse_results(R"({"benchmarks": [)" + runs + "]}", "t.json");
+}
+
+}  // namespace
+
+TEST(MannWhitney, MatchesScipy) {
+  struct Case {
+    std::vector<double> x, y;
+    double u, p;
+    bool exact;
+  };
+  std::vector<Case> cases = {
+      {{1, 2, 3}, {4, 5, 6}, 0.0, 0.1, true},
+      {{10.0, 10.1, 10.2, 10.3, 10.4}, {11.0, 11.1, 11.2, 11.3, 11.4}, 0.0, 0.007936507936507936, true},
+      {{1.1, 2.3, 3.2, 4.8, 5.0}, {2.0, 3.9, 6.1, 7.2, 8.4, 9.9}, 6.0, 0.12554112554112554, true},
+      {{1, 2, 2, 3, 4}, {2, 3, 3, 5, 6}, 6.0, 0.19882894401644247, false},
+      {{0, 3, 6, 9, 12, 15, 18, 21, 24, 27},
+       {5.5, 7.5, 9.5, 11.5, 13.5, 15.5, 17.5, 19.5, 21.5, 23.5, 25.5, 27.5, 29.5, 31.5, 33.5},
+       48.0, 0.14157380116882784, false},
+      {{5, 5, 5}, {5, 5, 5}, 4.5, 1.0, false},
+      {{0, 1, 2, 3, 4, 5, 6, 7, 8}, {0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5}, 36.0, 0.2136207303090525, false},
+  };
+  // Exact whenever one side has <= 8 values and there are no ties, as scipy: also far beyond the
+  // 2 500 cells an earlier version capped it at.
+  Case wide{{1.505, 7.255, 3.1255}, {}, 1072.0, 0.5579371175359248, true};
+  for (int k = 1; k <= 900; ++k) wide.y.push_back(static_cast<double>(k * 7919 % 1000) / 100.0);
+  cases.push_back(wide);
+  Case eight{{}, {}, 23.0, 4.5303507105201405e-13, true};
+  for (int i = 0; i < 8; ++i) eight.x.push_back(10.0 + 0.01 * i);
+  for (int i = 0; i < 400; ++i) eight.y.push_back(10.0047 + 0.013 * i);
+  cases.push_back(eight);
+  for (const auto& c : cases) {
+    const auto t = report::mann_whitney_u(c.x, c.y);
+    EXPECT_DOUBLE_EQ(t.u, c.u) << c.x.size() << "x" << c.y.size();
+    EXPECT_NEAR(t.p, c.p, 1e-12 + 1e-9 * c.p) << c.x.size() << "x" << c.y.size();
+    EXPECT_EQ(t.exact, c.exact) << c.x.size() << "x" << c.y.size();
+  }
+  EXPECT_DOUBLE_EQ(report::mann_whitney_min_p(3, 3), 0.1);
+  EXPECT_NEAR(report::mann_whitney_min_p(5, 5), 2.0 / 252.0, 1e-15);
+  EXPECT_NEAR(report::mann_whitney_min_p(2, 2), 1.0 / 3.0, 1e-15);
+}
+
+TEST(Welch, MatchesScipyFromSummaryStatistics) {
+  // scipy.stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False).pvalue
+  EXPECT_NEAR(report::welch_p(9.2, 0.09, 5, 8.0, 0.08, 5), 2.0782277097541372e-08, 1e-15);
+  EXPECT_NEAR(report::welch_p(10.0, 1.0, 3, 10.5, 2.0, 7), 0.614419626225593, 1e-12);
+  EXPECT_NEAR(report::welch_p(100.0, 5.0, 30, 101.0, 9.0, 12), 0.7220033926366902, 1e-12);
+  EXPECT_EQ(report::welch_p(5.0, 0.0, 4, 5.0, 0.0, 4), 1.0);
+  EXPECT_THROW(report::welch_p(5.0, 1.0, 1, 5.0, 1.0, 4), std::invalid_argument);
+}
+
+TEST(Compare, VerdictsFollowThresholdAndSignificance) {
+  const report::CompareOptions options;  // 5%, alpha 0.05
+  const std::vector<double> base = {10.0, 10.1, 9.9, 10.05, 9.95};
+  const auto verdict = [&](const std::vector<double>& current) {
+    return report::compare_results(timings(base), timings(current), options).rows.at(0).verdict;
+  };
+  EXPECT_EQ(verdict({12.0, 12.1, 11.9, 12.05, 11.95}), report::Verdict::kSlower);  // +20%, p = 0.008
+  EXPECT_EQ(verdict({8.0, 8.1, 7.9, 8.05, 7.95}), report::Verdict::kFaster);       // speedups never fail
+  EXPECT_EQ(verdict({10.3, 10.4, 10.2, 10.35, 10.25}), report::Verdict::kSame);    // +3%: significant, small
+  // +8% median but overlapping samples: not significant, so not a regression.
+  EXPECT_EQ(verdict({10.8, 9.8, 12.0, 10.0, 11.5}), report::Verdict::kSame);
+  // Three repetitions each cannot reach p < 0.05: UNCONFIRMED, with the smallest reachable p.
+  const auto few = report::compare_results(timings({10, 10.1, 9.9}), timings({12, 12.1, 11.9}), options);
+  EXPECT_EQ(few.rows.at(0).verdict, report::Verdict::kUnconfirmed);
+  EXPECT_DOUBLE_EQ(few.rows.at(0).min_p, 0.1);
+  EXPECT_NE(few.rows.at(0).note.find("cannot reach p < 0.05"), std::string::npos) << few.rows.at(0).note;
+  EXPECT_EQ(few.exit_code(options), 0);
+  report::CompareOptions strict = options;
+  strict.fail_unconfirmed = true;
+  EXPECT_EQ(few.exit_code(strict), 1);
+}
+
+// A suffix that can tell two benchmarks of one program apart never merges them: each is compared with
+// its own baseline, and only the one that regressed fails.
+TEST(Compare, EveryDistinguishingSuffixKeepsBenchmarksApart) {
+  const auto r = fixture_report();
+  for (const auto& [same, slower] : std::vector<std::pair<std::string, std::string>>{
+           {"BM_Par/threads:1", "BM_Par/threads:2"},
+           {"BM_Iter/iterations:10", "BM_Iter/iterations:100"},
+           {"BM_Min/min_time:0.500", "BM_Min/min_time:1.000"}}) {
+    EXPECT_EQ(row(r, same).verdict, report::Verdict::kSame) << same;
+    EXPECT_EQ(row(r, same).baseline.repetitions, 5) << same << ": not merged with " << slower;
+    EXPECT_EQ(row(r, slower).verdict, report::Verdict::kSlower) << slower;
+  }
+  EXPECT_EQ(row(r, "BM_Rep/repeats:3").verdict, report::Verdict::kSame);
+  EXPECT_EQ(row(r, "BM_Rep/repeats:5").verdict, report::Verdict::kFaster);
+  // The timing suffix never tells two of one program apart: an old /real_time name pairs with the new /manual_time.
+  EXPECT_EQ(row(r, "BM_Timing").verdict, report::Verdict::kSame);
+  EXPECT_EQ(row(r, "BM_Timing").current.repetitions, 5);
+}
+
+TEST(Compare, TwoEntriesDifferingOnlyInTheirTimingSuffixStayApart) {
+  const auto set = report::parse_results(R"({"benchmarks": [
+      {"name": "BM/real_time", "real_time": 1.0, "time_unit": "ms"},
+      {"name": "BM/manual_time", "real_time": 2.0, "time_unit": "ms"}]})",
+                                         "both.json");
+  ASSERT_EQ(set.results.size(), 2u);
+  EXPECT_EQ(set.results[0].name, "BM/real_time");
+  EXPECT_EQ(set.results[1].name, "BM/manual_time");
+}
+
+TEST(Compare, FailuresFailTheGateAndPartialFailuresAreComparedWithTheRest) {
+  const auto r = fixture_report();
+  const auto& fails = row(r, "BM_Fails");
+  EXPECT_EQ(fails.verdict, report::Verdict::kFailed);
+  EXPECT_NE(fails.note.find("ran in the baseline, fails now: CUDA out of memory"), std::string::npos) << fails.note;
+  const auto& partial = row(r, "BM_Partial");
+  EXPECT_EQ(partial.verdict, report::Verdict::kSame);
+  EXPECT_EQ(partial.current.repetitions, 4);
+  EXPECT_EQ(partial.current.failed_repetitions, 1);
+  EXPECT_NE(partial.note.find("1 of 5 current repetitions failed and were dropped (out of memory in repetition 2)"),
+            std::string::npos)
+      << partial.note;
+  EXPECT_EQ(row(r, "BM_Gone").verdict, report::Verdict::kGone);
+  EXPECT_EQ(row(r, "BM_New").verdict, report::Verdict::kNew);
+  EXPECT_EQ(r.exit_code({}), 1);
+
+  // A current file with no benchmarks at all fails, whatever the baseline holds.
+  const auto empty = report::compare_results(load("baseline.json"), load("empty.json"), {});
+  EXPECT_TRUE(empty.current_empty);
+  EXPECT_EQ(empty.count(report::Verdict::kFailed), static_cast<int>(empty.rows.size()));
+  EXPECT_EQ(empty.exit_code({}), 1);
+  EXPECT_NE(report::compare_summary(empty, {}).find("FAIL"), std::string::npos);
+  EXPECT_NE(report::compare_summary(empty, {}).find("the current file has no benchmarks"), std::string::npos);
+  EXPECT_THROW_WITH(report::compare_results(load("empty.json"), load("current.json"), {}), InputError,
+                    "the baseline has no benchmarks");
+}
+
+TEST(Compare, AggregatesOnlyFilesAreTestedWithTheirOwnStatistics) {
+  const auto r = fixture_report();
+  const auto& agg = row(r, "BM_Agg");
+  EXPECT_TRUE(agg.baseline.aggregates_only);
+  EXPECT_EQ(agg.baseline.repetitions, 5);
+  EXPECT_NEAR(agg.baseline.cv_pct, 1.0, 1e-9) << "the file's own CV";
+  EXPECT_EQ(agg.test, "Welch t");
+  EXPECT_NEAR(agg.p, 2.0782277097541372e-08, 1e-14);
+  EXPECT_EQ(agg.verdict, report::Verdict::kSlower);
+  const auto& two = row(r, "BM_Two");
+  EXPECT_EQ(two.verdict, report::Verdict::kUnconfirmed);
+  EXPECT_NEAR(two.min_p, 1.0 / 3.0, 1e-12);
+}
+
+TEST(Compare, GeometricMeanOfRatios) {
+  std::string two = R"({"benchmarks": [
+      {"name": "a", "real_time": 1.0, "time_unit": "ms"}, {"name": "b", "real_time": 4.0, "time_unit": "ms"}]})";
+  std::string two_later = R"({"benchmarks": [
+      {"name": "a", "real_time": 2.0, "time_unit": "ms"}, {"name": "b", "real_time": 2.0, "time_unit": "ms"}]})";
+  const auto r = report::compare_results(report::parse_results(two, "b.json"), report::parse_results(two_later, "c.json"),
+                                         report::CompareOptions{});
+  EXPECT_NEAR(r.geomean_ratio, 1.0, 1e-12);  // sqrt(2 * 0.5)
+  EXPECT_EQ(r.rows[0].verdict, report::Verdict::kUnconfirmed) << "one repetition: no test possible";
+  EXPECT_DOUBLE_EQ(r.rows[0].min_p, 1.0);
+  EXPECT_EQ(r.rows[1].verdict, report::Verdict::kSame) << "faster, but not confirmed";
+}
+
+TEST(Compare, WrongTypesNameTheFileAndTheField) {
+  EXPECT_THROW_WITH(load("bad_types.json"), InputError, "bad_types.json: benchmarks[1] (BM_Fails): \"error_occurred\" must be true or false, got \"yes\"");
+  EXPECT_THROW_WITH(report::parse_results(R"({"benchmarks": [{"name": "a", "real_time": -2, "time_unit": "ms"}]})", "n.json"),
+                    InputError, "n.json: benchmarks[0] (a): \"real_time\" is negative");
+  EXPECT_THROW_WITH(
+      report::parse_results(R"({"benchmarks": [{"name": "a", "real_time": 1, "repetitions": "5", "run_type": "aggregate", "aggregate_name": "median"}]})",
+                            "r.json"),
+      InputError, "r.json: benchmarks[0] (a): \"repetitions\" must be an integer");
+}
+
+TEST(Compare, UnitsScaleToEachTime) {
+  const std::string console = report::compare_console(fixture_report(), {});
+  EXPECT_NE(console.find("101 ns"), std::string::npos) << console;
+  EXPECT_NE(console.find("1.50 s"), std::string::npos);
+  EXPECT_NE(console.find("6.60 ms"), std::string::npos);
+  EXPECT_EQ(console.find("0.000101"), std::string::npos);
+}
+
+// Golden files: regenerate with `torchprobe compare tests/fixtures/compare/baseline.json
+// tests/fixtures/compare/current.json --md ... --junit ... --json ...` and review the diff.
+TEST(CompareGolden, ConsoleMarkdownJunitAndJson) {
+  const report::CompareOptions options;
+  const auto r = fixture_report(options);
+  EXPECT_EQ(report::compare_console(r, options), io::read_text_file(kFixtures + "/expected/console.txt"));
+  EXPECT_EQ(report::compare_markdown(r, options), io::read_text_file(kFixtures + "/expected/compare.md"));
+  EXPECT_EQ(report::compare_junit(r, options), io::read_text_file(kFixtures + "/expected/junit.xml"));
+  EXPECT_EQ(report::compare_json(r, options), io::read_text_file(kFixtures + "/expected/compare.json"));
+  // The summary a CI log reader sees first is the console's last line.
+  const std::string console = report::compare_console(r, options);
+  const std::string last = console.substr(console.rfind('\n', console.size() - 2) + 1);
+  EXPECT_EQ(last.rfind("FAIL: 4 SLOWER, 1 FAILED", 0), 0u) << last;
+  const auto doc = nlohmann::json::parse(report::compare_json(r, options));
+  EXPECT_EQ(doc["exit_code"], 1);
+  EXPECT_EQ(doc["counts"]["SLOWER"], 4);
+}
+
+TEST(Compare, ParsePercent) {
+  EXPECT_DOUBLE_EQ(report::parse_percent("5%", "--threshold"), 5.0);
+  EXPECT_DOUBLE_EQ(report::parse_percent("2.5", "--threshold"), 2.5);
+  EXPECT_THROW_WITH(report::parse_percent("five", "--threshold"), InputError, "--threshold: 'five' is not a percentage");
+  EXPECT_THROW_WITH(report::parse_percent("-1%", "--threshold"), InputError, "not a percentage");
+  EXPECT_THROW_WITH(report::parse_percent("%", "--threshold"), InputError, "not a percentage");
+}

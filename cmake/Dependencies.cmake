@@ -71,10 +71,24 @@ message(STATUS "torchprobe: NVTX ranges: ${TORCHPROBE_HAS_NVTX}")
 # Gloo's headers for c10d's ProcessGroupGloo: Debian's libgloo-dev. pip's LibTorch has Gloo inside
 # libtorch_cpu but ships no Gloo headers; Debian's LibTorch links the system libgloo, which we
 # then link too (its symbols are not re-exported).
+# Distributed runs (torchprobe::dist) are optional: on where the headers are found, off with one
+# message where they are not; -DTORCHPROBE_ENABLE_DIST=ON insists on them.
 find_path(TORCHPROBE_GLOO_INCLUDE_DIR gloo/algorithm.h)
-if(NOT TORCHPROBE_GLOO_INCLUDE_DIR)
-  message(FATAL_ERROR "torchprobe: Gloo headers not found (gloo/algorithm.h): apt-get install libgloo-dev")
+if(NOT DEFINED TORCHPROBE_ENABLE_DIST)
+  if(TORCHPROBE_GLOO_INCLUDE_DIR)
+    set(_tp_dist_default ON)
+  else()
+    set(_tp_dist_default OFF)
+    message(STATUS "torchprobe: distributed runs (torchprobe::dist, torchprobe dist) off: Gloo's headers "
+                   "(gloo/algorithm.h) not found; apt-get install libgloo-dev to build them")
+  endif()
+  option(TORCHPROBE_ENABLE_DIST "Build torchprobe::dist (c10d Gloo/NCCL process groups): needs Gloo's headers" ${_tp_dist_default})
 endif()
+if(TORCHPROBE_ENABLE_DIST AND NOT TORCHPROBE_GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "torchprobe: TORCHPROBE_ENABLE_DIST is ON but Gloo's headers (gloo/algorithm.h) were not found: "
+                      "apt-get install libgloo-dev, or configure with -DTORCHPROBE_ENABLE_DIST=OFF")
+endif()
+set(TORCHPROBE_HAS_DIST ${TORCHPROBE_ENABLE_DIST})
 unset(TORCHPROBE_GLOO_LIBRARY)
 find_library(_tp_torch_cpu torch_cpu NO_DEFAULT_PATH
   PATHS "${TORCH_INSTALL_PREFIX}/lib" "${TORCH_INSTALL_PREFIX}/lib/${CMAKE_LIBRARY_ARCHITECTURE}")

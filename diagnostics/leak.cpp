@@ -112,6 +112,7 @@ LeakReport run_leak_scenario(LeakLoop loop, const std::string& model_name, const
   };
   LeakReport report = detect_leak(step, device, options);
   report.scenario = leak_loop_name(loop);
+  report.model = model_name;
   return report;
 }
 

@@ -17,7 +17,7 @@ struct LeakSample {
 };
 
 struct LeakReport {
-  std::string scenario, device;
+  std::string scenario, model, device;
   int steps = 0;
   std::vector<LeakSample> samples;  ///< after each measured step
   double tensor_bytes_per_step = 0, live_tensors_per_step = 0, heap_bytes_per_step = 0;

@@ -48,7 +48,9 @@ TEST(DeviceParsing, MalformedStringsAreRejected) {
     SCOPED_TRACE(std::string("input: '") + bad + "'");
     EXPECT_THROW_WITH(parse_device_list(bad, 4), InputError, "invalid device");
   }
-  EXPECT_THROW_WITH(parse_device("gpu0"), InputError, "invalid device 'gpu0' (expected cpu, cuda, cuda:N or all)");
+  EXPECT_THROW_WITH(parse_device("gpu0"), InputError, "invalid device 'gpu0' (expected one of cpu, cuda or cuda:N)");
+  EXPECT_THROW_WITH(parse_device("all"), InputError, "invalid device 'all' (expected one of cpu, cuda or cuda:N)");
+  EXPECT_THROW_WITH(parse_device_list("cpu,,cuda", 1), InputError, "invalid device 'cpu,,cuda' (expected cpu, cuda, cuda:N or all, comma-separated)");
 }
 
 TEST(DeviceParsing, SingleDeviceCudaMeansCudaZero) {

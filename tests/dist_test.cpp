@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "torchprobe/device_spec.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/backend_c10d.h"
 #include "torchprobe/dist/dist_bench.h"
@@ -241,22 +242,32 @@ TEST(DataParallel, ExplainsWhyItCannotRunHere) {
   EXPECT_THROW_WITH(dist::data_parallel_train("net", {torch::Device(torch::kCUDA, 0)}, 8, 1, 0), InputError, reason);
 }
 
-TEST(DataParallel, DeviceListsAreParsedAndChecked) {
-  const auto devices = backend::parse_cuda_devices("0,cuda:2");
+// data_parallel's --devices follows the one device grammar; the check that they suit it is separate.
+TEST(DataParallel, DeviceListsFollowTheOneGrammarAndAreChecked) {
+  const auto devices = parse_device_list("cuda:0,cuda:2", /*cuda_device_count=*/4);
   ASSERT_EQ(devices.size(), 2u);
   EXPECT_EQ(devices[0], torch::Device(torch::kCUDA, 0));
   EXPECT_EQ(devices[1], torch::Device(torch::kCUDA, 2));
-  EXPECT_THROW_WITH(backend::parse_cuda_devices("0,,1"), InputError, "bad device list '0,,1'");
-  EXPECT_THROW_WITH(backend::parse_cuda_devices("gpu0"), InputError, "expected all, or CUDA indices");
+  EXPECT_EQ(parse_device_list("cuda", 2).size(), 2u) << "cuda: every GPU";
+  EXPECT_THROW_WITH(parse_device_list("cuda:0,,cuda:1", 2), InputError, "invalid device 'cuda:0,,cuda:1' (expected cpu, cuda, cuda:N or all");
+  EXPECT_THROW_WITH(parse_device_list("0,1", 2), InputError, "invalid device '0' (expected cpu, cuda, cuda:N or all");
   if (backend::cuda_compiled()) {
-    EXPECT_EQ(backend::parse_cuda_devices("1,1").size(), 2u) << "parsed as given; the check below rejects it";
     EXPECT_NE(backend::data_parallel_unsupported_reason({torch::Device(torch::kCUDA, 0), torch::Device(torch::kCUDA, 0)}),
               "");
   }
   EXPECT_NE(backend::data_parallel_unsupported_reason({}), "");
   EXPECT_NE(backend::data_parallel_unsupported_reason({torch::Device(torch::kCPU)}), "");
+}
+
+// A rank's device: "cuda" is cuda:LOCAL_RANK; the grammar's wording for the rest.
+TEST(DistEnv, RankDeviceFollowsTheGrammar) {
+  dist::DistEnv env;
+  env.local_rank = 1;
+  EXPECT_TRUE(dist::rank_device(env, "cpu").is_cpu());
+  EXPECT_THROW_WITH(dist::rank_device(env, "gpu"), InputError, "invalid device 'gpu' (expected one of cpu, cuda or cuda:N)");
+  EXPECT_THROW_WITH(dist::rank_device(env, "cpu,cuda"), InputError, "invalid device 'cpu,cuda'");
   if (backend::cuda_device_count() == 0) {
-    EXPECT_THROW_WITH(backend::parse_cuda_devices("all"), InputError, "no CUDA device for data_parallel");
+    EXPECT_THROW_WITH(dist::rank_device(env, "cuda"), InputError, "device cuda not found");
   }
 }
 
@@ -266,7 +277,7 @@ TEST(Nccl, ACudaRankWithoutNcclOrGpuIsAnInputErrorBeforeAnyRendezvous) {
   const torch::Device cuda(torch::kCUDA, 0);
   EXPECT_THROW_WITH(dist::ProcessGroup(env_for(port, 1, 2), 60s, cuda), InputError,
                     backend::nccl_unsupported_reason(cuda));
-  EXPECT_THROW_WITH(dist::rank_device(env_for(port, 0, 1), "cuda"), InputError, "--device cuda: no CUDA device");
+  EXPECT_THROW_WITH(dist::rank_device(env_for(port, 0, 1), "cuda"), InputError, "device cuda not found (this host has no CUDA device");
   EXPECT_EQ(dist::rank_device(env_for(port, 0, 1), "cpu"), torch::Device(torch::kCPU));
-  EXPECT_THROW_WITH(dist::rank_device(env_for(port, 0, 1), "tpu"), InputError, "unknown device kind 'tpu'");
+  EXPECT_THROW_WITH(dist::rank_device(env_for(port, 0, 1), "tpu"), InputError, "invalid device 'tpu' (expected one of cpu, cuda or cuda:N)");
 }

@@ -8,7 +8,10 @@
 #include "torchprobe/backend.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/inventory.h"
+#include "torchprobe/config.h"
+#ifdef TORCHPROBE_HAS_DIST
 #include "torchprobe/dist/dist_bench.h"
+#endif
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
 
@@ -168,7 +171,7 @@ TEST_F(Gpu, DataParallelStepMatchesTheOneDeviceStep) {
   // torch::nn::parallel::data_parallel over every GPU (with one GPU its single-device path): the
   // same arithmetic as the plain step on the whole batch (net has no BatchNorm, whose per-replica
   // batch statistics would differ).
-  const auto devices = backend::parse_cuda_devices("all");
+  const auto devices = parse_device_list("cuda");
   const std::int64_t batch = 8 * static_cast<std::int64_t>(devices.size());
   auto ds = std::make_shared<const data::Dataset>(data::make_synthetic(batch, 6));
   std::vector<float> losses;
@@ -188,6 +191,7 @@ TEST_F(Gpu, DataParallelStepMatchesTheOneDeviceStep) {
   EXPECT_TRUE(torch::allclose(weights[0], weights[1], /*rtol=*/1e-4, /*atol=*/1e-5));
 }
 
+#ifdef TORCHPROBE_HAS_DIST
 TEST_F(Gpu, NcclWithWorldSizeOneAveragesAndTrains) {
   dist::DistEnv env;
   env.master_port = 29641;
@@ -207,3 +211,4 @@ TEST_F(Gpu, NcclWithWorldSizeOneAveragesAndTrains) {
   group.shutdown();  // flushes and frees NCCL's communicator, as destroy_process_group() does
   EXPECT_THROW(group.barrier(), std::logic_error);
 }
+#endif

@@ -193,9 +193,6 @@ torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl
 /// Why data_parallel_forward cannot run over `devices` ("" when it can): a CUDA build, at least
 /// one device, every one an existing CUDA device, none twice.
 std::string data_parallel_unsupported_reason(const std::vector<torch::Device>& devices);
-/// Every CUDA device of this process, in order ("all" for data_parallel), or those listed in
-/// `spec` ("0,1" or "cuda:0,cuda:1"). Throws InputError naming a bad entry.
-std::vector<torch::Device> parse_cuda_devices(const std::string& spec);
 
 /// Whether tensors headed for this device should be staged in pinned host memory.
 bool wants_pinned_staging(const torch::Device& device);

@@ -350,29 +350,6 @@ torch::Tensor data_parallel_forward(const std::shared_ptr<models::ClassifierImpl
   return detail::data_parallel_forward(model, input, devices);  // devices checked once by the caller
 }
 
-std::vector<torch::Device> parse_cuda_devices(const std::string& spec) {
-  std::vector<torch::Device> devices;
-  if (spec == "all") {
-    for (int i = 0; i < cuda_device_count(); ++i) devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
-    if (devices.empty()) throw InputError("no CUDA device for data_parallel: " + cuda_unavailable_reason());
-    return devices;
-  }
-  std::size_t start = 0;
-  while (start <= spec.size()) {
-    const std::size_t comma = std::min(spec.find(',', start), spec.size());
-    std::string item = spec.substr(start, comma - start);
-    if (item.rfind("cuda:", 0) == 0) item = item.substr(5);
-    char* end = nullptr;
-    const long index = item.empty() ? -1 : std::strtol(item.c_str(), &end, 10);
-    if (index < 0 || index > 255 || *end != '\0') {
-      throw InputError("bad device list '" + spec + "': expected all, or CUDA indices such as 0,1 or cuda:0,cuda:1");
-    }
-    devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-    start = comma + 1;
-  }
-  return devices;
-}
-
 bool wants_pinned_staging(const torch::Device& device) { return device.is_cuda(); }
 
 }  // namespace torchprobe::backend

@@ -28,16 +28,15 @@ std::string describe_cuda_devices(int count) {
   return fmt::format("this host has {} CUDA device{}: {}", count, count == 1 ? "" : "s", list);
 }
 
-// Parses "cuda:N" / "cuda" / "cpu" without checking existence; nullopt-like via bool.
-bool parse_one(const std::string& text, torch::Device* out, bool* every_gpu) {
-  *every_gpu = false;
+// One item: "cpu", "cuda", "cuda:N" (N below 1000); false when malformed.
+bool parse_one(const std::string& text, torch::Device* out, bool* bare_cuda) {
+  *bare_cuda = false;
   if (text == "cpu") {
     *out = torch::Device(torch::kCPU);
     return true;
   }
   if (text == "cuda") {
-    *every_gpu = true;
-    *out = torch::Device(torch::kCUDA, 0);
+    *bare_cuda = true;
     return true;
   }
   const std::string prefix = "cuda:";
@@ -51,14 +50,14 @@ bool parse_one(const std::string& text, torch::Device* out, bool* every_gpu) {
   return true;
 }
 
-[[noreturn]] void throw_bad_syntax(const std::string& text) {
-  throw InputError(fmt::format("invalid device '{}' (expected cpu, cuda, cuda:N or all)", text));
+[[noreturn]] void throw_bad_syntax(const std::string& item, bool list) {
+  throw InputError(fmt::format("invalid device '{}' (expected {})", item,
+                               list ? "cpu, cuda, cuda:N or all, comma-separated" : "one of cpu, cuda or cuda:N"));
 }
 
 void check_exists(const torch::Device& device, int cuda_count) {
   if (device.is_cuda() && device.index() >= cuda_count) {
-    throw InputError(fmt::format("device {} not found ({})", device_string(device),
-                                 describe_cuda_devices(cuda_count)));
+    throw InputError(fmt::format("device {} not found ({})", device_string(device), describe_cuda_devices(cuda_count)));
   }
 }
 
@@ -70,31 +69,40 @@ std::string device_string(const torch::Device& device) {
   return device.str();
 }
 
-std::vector<torch::Device> parse_device_list(const std::string& text, int cuda_count) {
+std::vector<torch::Device> parse_devices(const std::string& text, const DeviceQuery& query) {
+  const int cuda_count = query.cuda_count >= 0 ? query.cuda_count : backend::cuda_device_count();
   std::vector<torch::Device> out;
   const auto add = [&out](const torch::Device& d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = trim(text.substr(start, comma - start));
+  const auto every_gpu = [&] {
+    for (int i = 0; i < cuda_count; ++i) add(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
+  };
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    items.push_back(trim(text.substr(start, comma - start)));
     start = comma + 1;
-    if (item.empty()) throw_bad_syntax(text);
+  }
+  if (!query.list && items.size() != 1) throw_bad_syntax(trim(text), /*list=*/false);
+  for (const auto& item : items) {
+    if (item.empty()) throw_bad_syntax(trim(text), query.list);
     if (item == "all") {
+      if (!query.list) throw_bad_syntax(item, /*list=*/false);
       add(torch::Device(torch::kCPU));
-      for (int i = 0; i < cuda_count; ++i) add(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
+      every_gpu();
       continue;
     }
     torch::Device device(torch::kCPU);
-    bool every_gpu = false;
-    if (!parse_one(item, &device, &every_gpu)) throw_bad_syntax(item);
-    if (every_gpu) {
-      if (cuda_count == 0) {
-        throw InputError(fmt::format("device cuda not found ({})", describe_cuda_devices(0)));
+    bool bare_cuda = false;
+    if (!parse_one(item, &device, &bare_cuda)) throw_bad_syntax(item, query.list);
+    if (bare_cuda) {
+      if (cuda_count == 0) throw InputError(fmt::format("device cuda not found ({})", describe_cuda_devices(0)));
+      if (query.list) {
+        every_gpu();
+        continue;
       }
-      for (int i = 0; i < cuda_count; ++i) add(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
-      continue;
+      device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(query.cuda_index));
     }
     check_exists(device, cuda_count);
     add(device);
@@ -102,17 +110,18 @@ std::vector<torch::Device> parse_device_list(const std::string& text, int cuda_c
   return out;
 }
 
-std::vector<torch::Device> parse_device_list(const std::string& text) {
-  return parse_device_list(text, backend::cuda_device_count());
+torch::Device parse_device(const std::string& text) {
+  DeviceQuery query;
+  query.list = false;
+  return parse_devices(text, query).front();
 }
 
-torch::Device parse_device(const std::string& text) {
-  const std::string item = trim(text);
-  torch::Device device(torch::kCPU);
-  bool every_gpu = false;
-  if (!parse_one(item, &device, &every_gpu)) throw_bad_syntax(item);
-  check_exists(device, backend::cuda_device_count());
-  return device;
+std::vector<torch::Device> parse_device_list(const std::string& text) { return parse_devices(text); }
+
+std::vector<torch::Device> parse_device_list(const std::string& text, int cuda_device_count) {
+  DeviceQuery query;
+  query.cuda_count = cuda_device_count;
+  return parse_devices(text, query);
 }
 
 std::vector<torch::Device> all_devices() { return parse_device_list("all"); }

@@ -16,6 +16,25 @@
 #include "torchprobe/input_error.h"
 
 namespace torchprobe::io {
+namespace {
+
+/// Creates `path`'s directory if needed and opens a new, uniquely named file beside it (mode 0600);
+/// returns its descriptor and sets `temporary` to its name. Throws WriteError naming `path`.
+int create_beside(const std::string& path, std::string& temporary) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) throw WriteError(fmt::format("cannot write {}: it is a directory", path));
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(dir, ec);
+  if (ec) throw WriteError(fmt::format("cannot write {}: cannot create its directory {}: {}", path, dir.string(), ec.message()));
+  temporary = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  const int fd = mkstemp(temporary.data());
+  if (fd < 0) throw WriteError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  return fd;
+}
+
+}  // namespace
 
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
@@ -29,15 +48,8 @@ std::string read_text_file(const std::string& path) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  fs::create_directories(dir, ec);
-  if (ec) throw WriteError(fmt::format("cannot write {}: cannot create its directory {}: {}", path, dir.string(), ec.message()));
-  std::string temporary = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  const int fd = mkstemp(temporary.data());
-  if (fd < 0) throw WriteError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  std::string temporary;
+  const int fd = create_beside(path, temporary);
   const auto fail = [&](const char* what) {
     const int saved = errno;
     close(fd);
@@ -65,6 +77,12 @@ void write_text_file(const std::string& path, const std::string& text) {
     unlink(temporary.c_str());
     throw WriteError(fmt::format("cannot replace {}: {}", path, std::strerror(saved)));
   }
+}
+
+void check_writable(const std::string& path) {
+  std::string probe;
+  close(create_beside(path, probe));
+  unlink(probe.c_str());
 }
 
 }  // namespace torchprobe::io

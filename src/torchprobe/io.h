@@ -20,4 +20,8 @@ std::string read_text_file(const std::string& path);
 /// naming the path and the reason (errno text, e.g. "No space left on device").
 void write_text_file(const std::string& path, const std::string& text);
 
+/// Throws WriteError unless `path` could be written now: its directory exists (or can be created)
+/// and takes a new file. For outputs checked before a long run, so it fails at once.
+void check_writable(const std::string& path);
+
 }  // namespace torchprobe::io

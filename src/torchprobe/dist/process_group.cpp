@@ -1,5 +1,7 @@
 #include "torchprobe/dist/process_group.h"
 
+#include "torchprobe/device_spec.h"
+
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -64,16 +66,16 @@ DistEnv env_from(const std::function<const char*(const char*)>& get) {
 
 DistEnv env_from_environment() { return env_from([](const char* name) { return std::getenv(name); }); }
 
-torch::Device rank_device(const DistEnv& env, const std::string& kind) {
-  if (kind == "cpu") return torch::Device(torch::kCPU);
-  if (kind != "cuda") throw InputError("unknown device kind '" + kind + "' (expected cpu or cuda)");
+torch::Device rank_device(const DistEnv& env, const std::string& text) {
   const int count = backend::cuda_device_count();
-  if (count == 0) throw InputError("--device cuda: no CUDA device (" + backend::cuda_unavailable_reason() + ")");
-  if (env.local_rank >= count) {
+  if (text == "cuda" && count > 0 && env.local_rank >= count) {
     throw InputError(fmt::format("LOCAL_RANK={} but this host has {} CUDA device{}: start at most {} rank{} per host",
                                  env.local_rank, count, count == 1 ? "" : "s", count, count == 1 ? "" : "s"));
   }
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+  DeviceQuery query;
+  query.list = false;
+  query.cuda_index = env.local_rank;
+  return parse_devices(text, query).front();
 }
 
 struct ProcessGroup::Impl {

@@ -26,9 +26,10 @@ struct DistEnv {
 DistEnv env_from(const std::function<const char*(const char*)>& get);
 DistEnv env_from_environment();
 
-/// This rank's device: the CPU for "cpu"; cuda:LOCAL_RANK for "cuda" (one GPU per rank, as
-/// torchrun users set it). Throws InputError when the host has no such GPU.
-torch::Device rank_device(const DistEnv& env, const std::string& kind);
+/// This rank's device, by the one device grammar where one device is meant: "cpu"; "cuda" is
+/// cuda:LOCAL_RANK (one GPU per rank, as torchrun users set it); "cuda:N". Throws InputError when the
+/// host has no such GPU.
+torch::Device rank_device(const DistEnv& env, const std::string& device);
 
 /// Bytes per all-reduce bucket by default: DistributedDataParallel's bucket_cap_mb of 25 MiB.
 constexpr std::int64_t kDefaultBucketBytes = 25ll << 20;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "torchprobe/phases.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/views.h"
 
@@ -41,7 +42,7 @@ std::string to_csv(const ResultSet& results) {
     };
     row(r.suite == "train_step" ? "step" : "", r.median_ms, /*headline=*/true);
     if (r.failed()) continue;
-    for (const auto& phase : kPhases) {
+    for (const std::string phase : kPhaseNames) {
       if (r.has(phase + "_ms")) row(phase, r.counter(phase + "_ms"), /*headline=*/false);
     }
   }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "torchprobe/phases.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/table.h"
 #include "torchprobe/report/views.h"
@@ -47,7 +48,7 @@ Table training_table(const TrainView& view, const std::string& model) {
 Table phase_table(const ResultSet& results) {
   Table t;
   t.header = {"benchmark"};
-  for (const auto& p : kPhases) t.header.push_back(p + " ms");
+  for (const std::string p : kPhaseNames) t.header.push_back(p + " ms");
   t.header.insert(t.header.end(), {"sum of phases ms", "step ms", "step vs phases"});
   t.right_aligned.assign(t.header.size(), true);
   t.right_aligned[0] = false;
@@ -55,7 +56,7 @@ Table phase_table(const ResultSet& results) {
     if (r.suite != "train_step" || r.failed() || !r.has("forward_ms")) continue;
     std::vector<std::string> cells = {r.name};
     double sum = 0.0;
-    for (const auto& p : kPhases) {
+    for (const std::string p : kPhaseNames) {
       const double ms = r.counter(p + "_ms");
       if (std::isfinite(ms)) sum += ms;
       cells.push_back(format_ms(ms));

@@ -18,8 +18,6 @@
 
 namespace torchprobe::report {
 
-const std::vector<std::string> kPhases = {"h2d", "forward", "loss", "backward", "optimizer"};
-
 namespace {
 
 using nlohmann::json;

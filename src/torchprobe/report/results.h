@@ -60,8 +60,6 @@ struct Result {
   double counter(const std::string& name) const;
 };
 
-/// Training phases in step order, as torchprobe-bench names their counters (<phase>_ms).
-extern const std::vector<std::string> kPhases;
 
 struct ResultSet {
   std::vector<RunContext> contexts;

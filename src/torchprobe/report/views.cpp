@@ -1,3 +1,4 @@
+#include "torchprobe/phases.h"
 #include "torchprobe/report/views.h"
 
 #include <fmt/format.h>
@@ -113,7 +114,7 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
     }
     if (r.suite == "train_step" && r.device == "cpu" && r.has("forward_ms")) {
       double sum = 0.0;
-      for (const auto& p : kPhases) sum += std::isfinite(r.counter(p + "_ms")) ? r.counter(p + "_ms") : 0.0;
+      for (const std::string p : kPhaseNames) sum += std::isfinite(r.counter(p + "_ms")) ? r.counter(p + "_ms") : 0.0;
       if (r.median_ms > 0.0 && std::fabs(r.median_ms - sum) > kPhaseSumTolerance * r.median_ms) {
         lines.push_back(fmt::format("`{}`: the step took {} ms but its phases add up to {} ms ({}): on the CPU they "
                                     "should match, so something outside the step's work ran during it (another thread "

@@ -11,14 +11,15 @@
 #include "torchprobe/backend.h"
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/models/classifier.h"
+#include "torchprobe/phases.h"
 #include "torchprobe/train/loss_scaler.h"
 
 namespace torchprobe::train {
 
-/// The phases of one step, in order. Names are used in counters, reports and NVTX ranges.
+/// The phases of one step, in the order of torchprobe::kPhaseNames (phases.h).
 enum class Phase { kH2D = 0, kForward, kLoss, kBackward, kOptimizer };
-constexpr int kPhaseCount = 5;
-constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"h2d", "forward", "loss", "backward", "optimizer"};
+using torchprobe::kPhaseCount;
+using torchprobe::kPhaseNames;
 
 /// The arithmetic of the step: fp32 throughout, or autocast (fp32 master weights, eligible ops
 /// in bf16 or fp16).

@@ -1,0 +1,53 @@
+#pragma once
+// `diagnose memory` as a library: for each device and model, the memory probe (on a GPU in this
+// process, on the CPU in a child under an address-space limit) and the leak checks, with printers.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "diagnostics/leak.h"
+#include "diagnostics/memory_probe.h"
+
+namespace torchprobe::diagnostics {
+
+struct MemoryDiagnosisOptions {
+  std::vector<torch::Device> devices;
+  std::vector<std::string> models;
+  SearchOptions search;
+  int leak_steps = 15;
+  /// The CPU probe's child: the program and its arguments for one model (the torchprobe CLI's
+  /// `diagnose memory --child ...`, which calls run_memory_child).
+  std::string child_exe = "/proc/self/exe";
+  std::function<std::vector<std::string>(const std::string& model)> child_args;
+  /// Progress: a device and model starts; a trial ends (GPU probes; the CPU child prints its own).
+  std::function<void(const std::string& model, const std::string& device)> on_start;
+  std::function<void(const Trial&)> on_trial;
+  /// Each result as soon as it is ready, for output that streams.
+  std::function<void(const ProbeReport&)> on_probe;
+  std::function<void(const LeakReport&, bool as_expected)> on_leak;
+};
+
+struct LeakCheck {
+  LeakReport report;
+  bool expected_leak = false;  ///< the scenario keeps its losses: a leak must be found
+  bool as_expected() const { return report.leak == expected_leak; }
+};
+
+struct MemoryDiagnosis {
+  std::vector<ProbeReport> probes;
+  std::vector<LeakCheck> leaks;
+  /// Every probe reproduced, classified and recovered, and every leak check came out as expected.
+  bool ok() const;
+};
+
+/// Throws InputError for an unknown model before any work.
+MemoryDiagnosis run_memory_diagnosis(const MemoryDiagnosisOptions& options);
+
+/// {"probes": [probe_to_json...], "leaks": [...], "ok"}
+std::string memory_diagnosis_json(const MemoryDiagnosis& diagnosis);
+std::string leak_json(const LeakCheck& check);
+
+}  // namespace torchprobe::diagnostics

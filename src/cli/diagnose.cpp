@@ -1,0 +1,148 @@
+// torchprobe diagnose device [--scenario NAME|all] [--device cuda:N] [--json]
+// torchprobe diagnose memory [--devices ...] [--models ...] [--cpu-limit 512MiB] [--json] ...
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "commands.h"
+#include "diagnostics/memory_child.h"
+#include "diagnostics/memory_diagnosis.h"
+#include "diagnostics/scenarios.h"
+#include "torchprobe/blas.h"
+#include "torchprobe/device_spec.h"
+#include "torchprobe/input_error.h"
+#include "torchprobe/models/registry.h"
+#include "torchprobe/units.h"
+
+namespace torchprobe::cli {
+namespace {
+
+namespace dx = diagnostics;
+
+Command add_device(CLI::App& diagnose) {
+  struct Flags {
+    std::string scenario = "all", device;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = diagnose.add_subcommand("device", "The device-mismatch catalogue (GPU scenarios skip without GPUs)");
+  cmd->add_option("--scenario", flags->scenario, "A scenario name or all")->capture_default_str();
+  cmd->add_option("--device", flags->device, "The CUDA device for GPU scenarios (default cuda:0)");
+  cmd->add_flag("--json", flags->json, "Print the results as JSON");
+  return {cmd, [flags] {
+            std::optional<torch::Device> gpu;
+            if (!flags->device.empty()) {
+              gpu = parse_device(flags->device);
+              if (!gpu->is_cuda()) throw InputError("--device: the GPU scenarios need a CUDA device (cuda:N), got " + flags->device);
+            }
+            const auto results = dx::run_scenarios(flags->scenario, gpu);
+            int failed = 0, reproduced = 0, skipped = 0;
+            for (const auto& r : results) {
+              failed += r.status == dx::ScenarioStatus::kFailed;
+              reproduced += r.status == dx::ScenarioStatus::kReproduced;
+              skipped += r.status == dx::ScenarioStatus::kSkipped;
+            }
+            if (flags->json) {
+              std::printf("%s\n", dx::scenarios_json(results).c_str());
+            } else {
+              for (const auto& r : results) std::printf("%s\n", dx::scenario_text(r).c_str());
+              std::printf("%d reproduced and explained, %d skipped, %d failed\n", reproduced, skipped, failed);
+            }
+            return failed > 0 ? 1 : 0;
+          }};
+}
+
+Command add_memory(CLI::App& diagnose) {
+  struct Flags {
+    std::string devices = "all", models = "net,resnet18", cpu_limit = "512MiB";
+    std::int64_t max_batch = 1 << 20;
+    double tolerance_pct = 2.0;
+    int leak_steps = 15, threads = 0;
+    bool json = false, child = false;
+    std::string child_resume;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = diagnose.add_subcommand("memory",
+                                      "Reproduce a real out-of-memory error, explain it, find the largest batch, check for leaks");
+  cmd->add_option("--devices,--device", flags->devices, "cpu, cuda:N, a comma list, or all")->capture_default_str();
+  cmd->add_option("--models,--model", flags->models, "net, resnet18, a comma list, or all")->capture_default_str();
+  cmd->add_option("--cpu-limit", flags->cpu_limit, "CPU: the address space the child may allocate beyond what it has mapped, e.g. 2GiB")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", flags->max_batch, "Stop doubling the batch here")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->capture_default_str();
+  cmd->add_option("--tolerance", flags->tolerance_pct, "Largest-batch precision, % (0: exact)")
+      ->check(CLI::Range(0.0, 50.0))
+      ->capture_default_str();
+  cmd->add_option("--leak-steps", flags->leak_steps, "Steps the leak detector watches")
+      ->check(CLI::Range(3, 100000))
+      ->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads (default: every core)")->check(CLI::Range(1, 4096));
+  cmd->add_flag("--json", flags->json, "Print the reports as JSON");
+  cmd->add_flag("--child", flags->child, "internal: the CPU probe's child process")->group("");
+  cmd->add_option("--child-resume", flags->child_resume, "internal: trials an earlier child ran")->group("");
+  return {cmd, [flags] {
+            // Not a benchmark: every core (OpenMP's default may be 1 thread), unless told otherwise.
+            const ThreadSetup threads = configure_threads(flags->threads > 0 ? flags->threads : available_cores());
+            const std::int64_t budget = byte_size_flag("--cpu-limit", flags->cpu_limit);
+            dx::SearchOptions search;
+            search.max_batch = flags->max_batch;
+            search.tolerance = flags->tolerance_pct / 100.0;
+            const auto on_trial = [](const dx::Trial& t) {
+              std::fprintf(stderr, "  trial batch %lld: %s (%.1f s)\n", static_cast<long long>(t.batch),
+                           t.fits ? fmt::format("ran, peak {}", units::format_bytes(static_cast<double>(t.peak_bytes))).c_str()
+                                  : ("out of memory in " + t.allocator).c_str(),
+                           t.seconds);
+            };
+            if (flags->child) {
+              dx::ChildOptions child;
+              child.model = flags->models;
+              child.budget_bytes = budget;
+              child.search = search;
+              child.resume_path = flags->child_resume;
+              child.on_trial = on_trial;
+              return dx::run_memory_child(child);
+            }
+            dx::MemoryDiagnosisOptions options;
+            options.devices = parse_device_list(flags->devices);
+            options.models = list_flag("--models", flags->models);
+            if (options.models == std::vector<std::string>{"all"}) options.models = models::model_names();
+            options.search = search;
+            options.leak_steps = flags->leak_steps;
+            options.on_trial = on_trial;
+            options.child_args = [flags, budget, intra = threads.intra_op](const std::string& model) {
+              return std::vector<std::string>{"diagnose", "memory", "--child", "--models", model, "--cpu-limit",
+                                              std::to_string(budget), "--max-batch", std::to_string(flags->max_batch),
+                                              "--tolerance", fmt::format("{}", flags->tolerance_pct), "--threads",
+                                              std::to_string(intra)};
+            };
+            options.on_start = [](const std::string& model, const std::string& device) {
+              std::fprintf(stderr, "torchprobe: diagnose memory: %s on %s\n", model.c_str(), device.c_str());
+            };
+            if (!flags->json) {
+              options.on_probe = [](const dx::ProbeReport& r) {
+                std::printf("%s\n", dx::probe_text(r).c_str());
+                std::fflush(stdout);
+              };
+              options.on_leak = [](const dx::LeakReport& leak, bool as_expected) {
+                std::printf("leak check, %s%s", dx::leak_text(leak).c_str(), as_expected ? "" : "  ^ NOT AS EXPECTED\n");
+                std::fflush(stdout);
+              };
+            }
+            const dx::MemoryDiagnosis diagnosis = dx::run_memory_diagnosis(options);
+            if (flags->json) std::printf("%s\n", dx::memory_diagnosis_json(diagnosis).c_str());
+            return diagnosis.ok() ? 0 : 1;
+          }};
+}
+
+}  // namespace
+
+std::vector<Command> add_diagnose_command(CLI::App& app) {
+  auto* diagnose = app.add_subcommand("diagnose", "Reproduce real errors, catch them and explain cause and fix");
+  diagnose->require_subcommand(1);
+  return {add_device(*diagnose), add_memory(*diagnose)};
+}
+
+}  // namespace torchprobe::cli

@@ -1,0 +1,161 @@
+// torchprobe dist allreduce|train|dataparallel: one rank of a torchrun-style job (or one data_parallel process).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "torchprobe/blas.h"
+#include "torchprobe/config.h"
+#include "torchprobe/input_error.h"
+#include "torchprobe/io.h"
+#include "torchprobe/measure.h"
+#include "torchprobe/run_context.h"
+#ifdef TORCHPROBE_HAS_DIST
+#include "torchprobe/device_spec.h"
+#include "torchprobe/dist/dist_bench.h"
+#include "torchprobe/models/registry.h"
+#endif
+
+namespace torchprobe::cli {
+namespace {
+
+struct Flags {
+  std::string min_bytes = "1KiB", max_bytes = "1GiB";
+  int iterations = 20, repetitions = 5;
+  std::string model = "net";
+  std::int64_t batch = 64;
+  int steps = 20, warmup = 3;
+  double bucket_mib = 25.0;
+  double timeout_s = 60.0;
+  int threads = 0;
+  std::string device = "cpu";    ///< per rank: cpu (Gloo), cuda (cuda:LOCAL_RANK) or cuda:N (NCCL)
+  std::string devices = "cuda";  ///< data_parallel's devices
+  bool json = false;
+  std::string out;
+};
+
+#ifdef TORCHPROBE_HAS_DIST
+/// The context a dist results file records: Google Benchmark's keys and torchprobe's, as torchprobe-bench's files.
+ContextEntries dist_context(const ThreadSetup& threads, const std::string& allocator) {
+  auto context = standard_context();
+  for (auto& entry : torchprobe_context(threads, allocator, trust::threading_warnings(threads))) context.push_back(std::move(entry));
+  return context;
+}
+
+/// Rank 0's (or the one process's) output: text or JSON on stdout, the JSON also to --out.
+void print(const Flags& flags, const std::string& json, std::string text) {
+  text += fmt::format("  (LibTorch intra-op threads: {})\n", current_threads().intra_op);
+  if (!flags.out.empty()) {
+    io::write_text_file(flags.out, json);
+    std::fprintf(stderr, "torchprobe: wrote %s\n", flags.out.c_str());
+  }
+  std::printf("%s", flags.json ? json.c_str() : text.c_str());
+}
+
+/// Before any work: the output file can be written (a bad --out fails now, not after the whole run).
+void check_out(const Flags& flags) {
+  if (!flags.out.empty()) io::check_writable(flags.out);
+}
+
+int run_rank(const Flags& flags, bool all_reduce) {
+  check_out(flags);
+  const dist::DistEnv env = dist::env_from_environment();
+  const std::string allocator = measure::steady_state_allocator();  // a benchmark: as torchprobe-bench has it
+  const ThreadSetup threads = configure_threads(flags.threads);
+  std::int64_t min_bytes = 0, max_bytes = 0;
+  if (all_reduce) {
+    min_bytes = byte_size_flag("--min-bytes", flags.min_bytes);
+    max_bytes = byte_size_flag("--max-bytes", flags.max_bytes);
+    if (min_bytes > max_bytes) throw InputError("--min-bytes is larger than --max-bytes");
+  } else {
+    models::make_model(flags.model);  // an unknown model is an InputError before any step
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeout_s * 1e3));
+  dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
+  std::string json, text;
+  if (all_reduce) {
+    const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations, flags.repetitions);
+    json = dist::all_reduce_json(group, rows, dist_context(threads, allocator));
+    text = dist::all_reduce_text(group, rows);
+  } else {
+    const auto bucket = static_cast<std::int64_t>(flags.bucket_mib * (1 << 20));
+    const auto result =
+        dist::distributed_train(group, flags.model, flags.batch, flags.steps, flags.warmup, bucket, flags.repetitions);
+    json = dist::train_json(result, dist_context(threads, allocator));
+    text = dist::train_text(result);
+  }
+  group.barrier();
+  group.shutdown();
+  if (group.rank() == 0) print(flags, json, text);
+  return 0;
+}
+
+int run_data_parallel(const Flags& flags) {
+  check_out(flags);
+  const std::string allocator = measure::steady_state_allocator();
+  const ThreadSetup threads = configure_threads(flags.threads);
+  models::make_model(flags.model);  // an unknown model is an InputError before any step
+  const auto devices = parse_device_list(flags.devices);
+  const auto result = dist::data_parallel_train(flags.model, devices, flags.batch, flags.steps, flags.warmup, flags.repetitions);
+  print(flags, dist::train_json(result, dist_context(threads, allocator)), dist::train_text(result));
+  return 0;
+}
+#endif
+
+}  // namespace
+
+std::vector<Command> add_dist_command(CLI::App& app) {
+  auto flags = std::make_shared<Flags>();
+  auto* dist = app.add_subcommand("dist", "One rank of a distributed job (torchrun's variables; scripts/launch.sh N)");
+  dist->require_subcommand(1);
+  auto* allreduce = dist->add_subcommand("allreduce", "All-reduce sweep: time, algbw and busbw (nccl-tests' definitions)");
+  auto* train = dist->add_subcommand("train", "Data-parallel training steps: per-rank and global images/s, scaling efficiency");
+  auto* dp = dist->add_subcommand(
+      "dataparallel", "One process: torch::nn::parallel::data_parallel training steps over several GPUs, scaling efficiency");
+  for (auto* cmd : {allreduce, train}) {
+    cmd->add_option("--timeout", flags->timeout_s, "Seconds to wait for the store and the other ranks")
+        ->check(CLI::Range(0.001, 86400.0))
+        ->capture_default_str();
+    cmd->add_option("--device", flags->device, "cpu (Gloo), cuda (cuda:LOCAL_RANK) or cuda:N (NCCL)")->capture_default_str();
+  }
+  for (auto* cmd : {allreduce, train, dp}) {
+    cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads per process")->check(CLI::Range(1, 4096));
+    cmd->add_flag("--json", flags->json, "Print JSON (rank 0): Google Benchmark's schema, for report and compare");
+    cmd->add_option("--out", flags->out, "Also write the JSON here (rank 0)");
+    cmd->add_option("--repetitions", flags->repetitions, "The timed calls are split into this many repetitions")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
+  }
+  dp->add_option("--devices", flags->devices, "cuda (every GPU) or a list such as cuda:0,cuda:1")->capture_default_str();
+  allreduce->add_option("--min-bytes", flags->min_bytes, "Smallest message")->capture_default_str();
+  allreduce->add_option("--max-bytes", flags->max_bytes, "Largest message (sizes double)")->capture_default_str();
+  allreduce->add_option("--iterations", flags->iterations, "Timed calls per size")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  for (auto* cmd : {train, dp}) {
+    cmd->add_option("--model", flags->model, "net or resnet18")->capture_default_str();
+    cmd->add_option("--batch", flags->batch, "Images per rank (per device) per step")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))
+        ->capture_default_str();
+    cmd->add_option("--steps", flags->steps, "Timed steps")->check(CLI::Range(1, 10000000))->capture_default_str();
+    cmd->add_option("--warmup", flags->warmup, "Untimed steps first")->check(CLI::Range(0, 10000000))->capture_default_str();
+  }
+  train->add_option("--bucket-mib", flags->bucket_mib, "All-reduce bucket size")
+      ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
+#ifdef TORCHPROBE_HAS_DIST
+  return {{allreduce, [flags] { return run_rank(*flags, /*all_reduce=*/true); }},
+          {train, [flags] { return run_rank(*flags, /*all_reduce=*/false); }},
+          {dp, [flags] { return run_data_parallel(*flags); }}};
+#else
+  const auto unavailable = []() -> int {
+    throw InputError("this torchprobe was built without distributed support (TORCHPROBE_ENABLE_DIST was off: Gloo's headers "
+                     "were not found at configure time; apt-get install libgloo-dev and rebuild)");
+  };
+  return {{allreduce, unavailable}, {train, unavailable}, {dp, unavailable}};
+#endif
+}
+
+}  // namespace torchprobe::cli

@@ -1,0 +1,46 @@
+// torchprobe report RESULTS.json... [--out DIR] [--noise-cv PCT] [--quiet]
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "commands.h"
+#include "torchprobe/io.h"
+#include "torchprobe/report/printers.h"
+
+namespace torchprobe::cli {
+
+std::vector<Command> add_report_command(CLI::App& app) {
+  struct Flags {
+    std::vector<std::string> inputs;
+    std::string out_dir;  // default: the first input's directory
+    double noise_cv_pct = 5.0;
+    bool quiet = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("report", "Benchmark JSON -> results.csv, report.md and SVG charts");
+  cmd->add_option("results", flags->inputs, "Google Benchmark JSON files (torchprobe-bench --benchmark_out, dist --out)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out", flags->out_dir, "Output directory (default: the first file's directory)");
+  cmd->add_option("--noise-cv", flags->noise_cv_pct, "Warn when a benchmark's CV over repetitions exceeds this %")
+      ->check(CLI::Range(0.01, 1000.0))
+      ->capture_default_str();
+  cmd->add_flag("--quiet", flags->quiet, "Do not print the summary tables");
+  return {{cmd, [flags] {
+             const report::ResultSet results = report::load_results(flags->inputs);
+             const std::filesystem::path out = flags->out_dir.empty()
+                                                   ? std::filesystem::path(flags->inputs.front()).parent_path()
+                                                   : std::filesystem::path(flags->out_dir);
+             const report::ReportOptions options{flags->noise_cv_pct};
+             const auto charts = report::make_charts(results);
+             io::write_text_file((out / "results.csv").string(), report::to_csv(results));
+             for (const auto& chart : charts) io::write_text_file((out / chart.file).string(), chart.svg);
+             io::write_text_file((out / "report.md").string(), report::to_markdown(results, charts, options));
+             if (!flags->quiet) std::printf("%s", report::to_console_summary(results, options).c_str());
+             std::fprintf(stderr, "torchprobe: wrote %s, %s and %zu chart(s) for %zu benchmark(s)\n",
+                          (out / "report.md").c_str(), (out / "results.csv").c_str(), charts.size(), results.results.size());
+             return 0;
+           }}};
+}
+
+}  // namespace torchprobe::cli

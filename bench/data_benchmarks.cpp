@@ -8,11 +8,9 @@
 #include <memory>
 #include <utility>
 
-#include "progress.h"
 #include "suite.h"
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/data/cifar10.h"
-#include "torchprobe/error.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/temp_dir.h"
 
@@ -78,12 +76,7 @@ std::vector<std::string> register_data_benchmarks() {
   for (const auto& [name, body] : {std::pair<std::string, void (*)(benchmark::State&, const std::string&)>{parse, parse_cifar10},
                                     {assemble, assemble_batch}}) {
     benchmark::RegisterBenchmark(name.c_str(), [name = name, body = body](benchmark::State& state) {
-      Progress::instance().start(name);
-      try {
-        body(state, name);
-      } catch (const std::exception& e) {
-        state.SkipWithError(short_message(e).c_str());
-      }
+      run_guarded(state, name, [&] { body(state, name); });
     })->UseManualTime()->Unit(benchmark::kMillisecond);
   }
   return {parse, assemble};

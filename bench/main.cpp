@@ -1,6 +1,6 @@
-// torchprobe-bench: Google Benchmark program for the training-step and data suites.
-// Our flags are parsed after Google Benchmark has taken its own (--benchmark_*).
-#include <ATen/Parallel.h>
+// torchprobe-bench: Google Benchmark program for the training-step, data and op suites.
+// Our flags are parsed after Google Benchmark has taken its own (--benchmark_*), except the results
+// file (--benchmark_out, --benchmark_out_format): torchprobe writes it itself, after every benchmark.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,83 +9,140 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
-#include <type_traits>
 
+#include "isolate.h"
 #include "progress.h"
+#include "results_file.h"
 #include "suite.h"
 #include "torchprobe/cli_support.h"
 #include "torchprobe/config.h"
 #include "torchprobe/data/cifar10.h"
 #include "torchprobe/device_spec.h"
-#include "torchprobe/inventory.h"
 #include "torchprobe/error.h"
+#include "torchprobe/flags.h"
+#include "torchprobe/interrupt.h"
+#include "torchprobe/inventory.h"
 #include "torchprobe/measure.h"
+#include "torchprobe/models/registry.h"
 #include "torchprobe/nvtx.h"
+#include "torchprobe/ops/peaks.h"
 #include "torchprobe/run_context.h"
 #include "torchprobe/trust.h"
 
 namespace {
 
 constexpr std::int64_t kSyntheticImages = 10000;
+constexpr std::int64_t kMaxBatch = 65536;
+constexpr int kMaxThreads = 1024;
 
-// google/benchmark 1.7 marks a failed run with error_occurred, 1.8+ with skipped.
-template <typename Run>
-auto run_failed(const Run& run, int) -> decltype(run.error_occurred, bool()) {
-  return run.error_occurred;
-}
-template <typename Run>
-bool run_failed(const Run& run, long) {
-  return static_cast<int>(run.skipped) != 0;
-}
+bool starts_with(const char* arg, const char* prefix) { return std::strncmp(arg, prefix, std::strlen(prefix)) == 0; }
 
-/// Any Google Benchmark display reporter, counting the runs that failed (SkipWithError).
-template <typename Base>
-class CountingReporter : public Base {
- public:
-  using Base::Base;
-  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
-    torchprobe::bench::Progress::instance().clear_line();
-    for (const auto& run : runs) failed += run_failed(run, 0) ? 1 : 0;
-    Base::ReportRuns(runs);
-  }
-  int failed = 0;
+/// The arguments as given, before Google Benchmark takes its own, with torchprobe's handling of some.
+struct Arguments {
+  std::string out, out_format, format, filter;
+  std::vector<std::string> for_children;  ///< what an isolated child gets (it adds its own filter and output)
 };
 
-std::string flag_value(int argc, char** argv, const char* flag) {
-  const size_t n = std::strlen(flag);
-  std::string value;
+/// Takes --benchmark_out[=FILE] and --benchmark_out_format out of argv (torchprobe writes the file) and
+/// notes the display format and filter; the rest stays for Google Benchmark and CLI11.
+Arguments take_arguments(int& argc, char** argv) {
+  Arguments a;
+  int kept = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], flag, n) == 0 && argv[i][n] == '=') value = argv[i] + n + 1;
+    const char* arg = argv[i];
+    const auto value = [&](const char* flag) { return std::string(arg + std::strlen(flag)); };
+    if (starts_with(arg, "--benchmark_out_format=")) {
+      a.out_format = value("--benchmark_out_format=");
+      continue;
+    }
+    if (starts_with(arg, "--benchmark_out=")) {
+      a.out = value("--benchmark_out=");
+      continue;
+    }
+    if (starts_with(arg, "--benchmark_format=")) a.format = value("--benchmark_format=");
+    if (starts_with(arg, "--benchmark_filter=")) a.filter = value("--benchmark_filter=");
+    if (!starts_with(arg, "--benchmark_format=") && !starts_with(arg, "--benchmark_filter=") &&
+        std::strcmp(arg, "--isolate") != 0 && std::strcmp(arg, "--isolate=true") != 0) {
+      a.for_children.emplace_back(arg);
+    }
+    argv[kept++] = argv[i];
   }
-  return value;
+  argc = kept;
+  argv[argc] = nullptr;
+  return a;
 }
 
 /// Flags of this program besides the suite options; filled in by CLI11 during run_cli's parse.
 struct ProgramFlags {
   std::string devices = "all";
+  std::string models = "net,resnet18", batch_sizes = "4,64,256", suites = "train,data,op", op_batch_sizes = "64,256";
   std::string data_dir;
   int threads = 0;
   bool aten_nvtx = false;
   std::string op_set = "core";
   std::string variants = "quick";
+  bool isolate = false, isolated_child = false;
+  std::string peak_store;
 };
 
-int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, const std::string& filter,
-               torchprobe::bench::SuiteOptions& options, const ProgramFlags& flags) {
+/// Every flag checked before any work: one line and exit 2 for a bad value.
+void read_flags(const ProgramFlags& flags, torchprobe::bench::SuiteOptions& options) {
+  using namespace torchprobe;
+  options.devices = parse_device_list(flags.devices);
+  options.models = list_flag("--models", flags.models);
+  const auto known = models::model_names();
+  for (const auto& m : options.models) {
+    if (std::find(known.begin(), known.end(), m) == known.end()) {
+      throw InputError(fmt::format("--models: unknown model '{}' (known: {})", m, fmt::join(known, ", ")));
+    }
+  }
+  options.batch_sizes = int_list_flag("--batch-sizes", flags.batch_sizes, 1, kMaxBatch);
+  options.op_selection.batch_sizes = int_list_flag("--op-batch-sizes", flags.op_batch_sizes, 1, kMaxBatch);
+  options.suites = list_flag("--suites", flags.suites);
+  bench::check_suites(options.suites);
+  for (const auto* axis : {&options.variants.dtypes, &options.variants.layouts, &options.variants.cudnn,
+                           &options.variants.graphs, &options.op_selection.ops}) {
+    std::vector<std::string> seen;
+    for (const auto& v : *axis) {
+      if (v.empty()) throw InputError("an empty item in a list flag (--dtypes, --layouts, --cudnn, --graphs or --ops)");
+      if (std::find(seen.begin(), seen.end(), v) != seen.end()) throw InputError(fmt::format("'{}' is listed twice", v));
+      seen.push_back(v);
+    }
+  }
+  options.op_selection.all = flags.op_set == "all";
+  options.variants.full = flags.variants == "full";
+}
+
+int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torchprobe::bench::SuiteOptions& options,
+               const ProgramFlags& flags) {
   return torchprobe::run_cli(app, argc, argv, [&] {
     using namespace torchprobe;
+    using bench::ResultsFile;
     // Before anything allocates or calls the BLAS: the allocator's steady state, LibTorch's threads and
-    // no second pool beside them.
+    // no second pool beside them. A thread count above the cores is said at once (LibTorch's pools take
+    // long to start with many threads).
+    if (flags.threads > available_cores()) {
+      std::fprintf(stderr, "torchprobe-bench: WARNING: --threads %d on %d cores: threads will time-slice and CPU figures "
+                   "drop and scatter\n", flags.threads, available_cores());
+    }
     const std::string allocator = measure::steady_state_allocator();
     const ThreadSetup threads = configure_threads(flags.threads);
-    if (!format.empty() && format != "console" && format != "json") {
+    if (!args.format.empty() && args.format != "console" && args.format != "json") {
       throw InputError(fmt::format("--benchmark_format={} is not supported (console or json; for CSV use "
-                                   "--benchmark_out_format=csv or torchprobe report)", format));
+                                   "--benchmark_out_format=csv or torchprobe report)", args.format));
     }
-    options.devices = parse_device_list(flags.devices);
-    bench::check_suites(options.suites);
+    const ResultsFile::Format out_format = ResultsFile::parse_format(args.out_format);
+    if (!args.out_format.empty() && args.out.empty()) throw InputError("--benchmark_out_format needs --benchmark_out=FILE");
+    if (flags.isolate && out_format != ResultsFile::Format::kJson) {
+      throw InputError("--isolate writes JSON results (for CSV, run torchprobe report on them)");
+    }
+    if (!args.out.empty()) io::check_writable(args.out);  // now, not after an hour of benchmarks
+    read_flags(flags, options);
     if (flags.aten_nvtx) backend::enable_aten_nvtx_ranges();
+    if (!flags.peak_store.empty()) ops::set_peak_store(flags.peak_store);
+    bench::Progress::instance().set_silent(flags.isolated_child);
 
     std::shared_ptr<const data::Dataset> train;
     std::string data_label;
@@ -96,13 +153,13 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
       train = std::make_shared<const data::Dataset>(data::load_cifar10(flags.data_dir, data::Split::kTrain));
       data_label = fmt::format("CIFAR-10 {} ({} images)", flags.data_dir, train->size());
     }
-    options.op_selection.all = flags.op_set == "all";
-    options.variants.full = flags.variants == "full";
-    bench::Progress::instance().set_total(bench::register_suites(options, train, data_label), filter);
+    const auto names = bench::filter_names(bench::register_suites(options, train, data_label), args.filter);
+    bench::Progress::instance().set_total(names, "");
 
     const Inventory inventory = collect_inventory();
-    // What would make these figures untrustworthy, checked on the host before the first benchmark.
-    const auto trust_warnings = trust::host_warnings(threads);
+    // What would make these figures untrustworthy, checked on the host before the first benchmark (once
+    // per run: an isolated child leaves it to its parent).
+    const auto trust_warnings = flags.isolated_child ? std::vector<trust::Warning>{} : trust::host_warnings(threads);
     for (const auto& [key, value] : torchprobe_context(threads, allocator, trust_warnings)) {
       benchmark::AddCustomContext(key, value);
     }
@@ -113,33 +170,79 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
                       (d.is_cuda() ? " (" + inventory.gpus.at(static_cast<size_t>(d.index())).name + ")" : "");
     }
     benchmark::AddCustomContext("devices", device_names);
-    std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d intra-op threads on %d cores, BLAS %s (%s, %d thread(s)); %s\n",
-                 device_names.c_str(), inventory.libtorch_version.c_str(), threads.intra_op, threads.cores,
-                 threads.blas.vendor.c_str(), blas_threading_name(threads.blas.threading).c_str(), threads.blas.threads,
-                 data_label.c_str());
-    for (const auto& w : trust_warnings) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", w.message.c_str());
-    if (options.profile) {
-      std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",
-                   bench::kProfileSteps, nvtx::enabled() ? "" : " (this build has no NVTX ranges)");
+    if (!flags.isolated_child) {
+      std::fprintf(stderr, "torchprobe-bench: devices %s; LibTorch %s, %d intra-op threads on %d cores, BLAS %s (%s, %d thread(s)); %s%s\n",
+                   device_names.c_str(), inventory.libtorch_version.c_str(), threads.intra_op, threads.cores,
+                   threads.blas.vendor.c_str(), blas_threading_name(threads.blas.threading).c_str(), threads.blas.threads,
+                   data_label.c_str(), flags.isolate ? "; each benchmark in its own process" : "");
+      for (const auto& w : trust_warnings) {
+        const bool said = w.code == "threads_exceed_cores" && flags.threads > available_cores();
+        if (!said) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", w.message.c_str());
+      }
+      if (options.profile) {
+        std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",
+                     bench::kProfileSteps, nvtx::enabled() ? "" : " (this build has no NVTX ranges)");
+      }
     }
 
+    ResultsFile file(args.out, out_format, names.size());
+    const bool json_display = args.format == "json";
     int failed = 0;
-    if (format == "json") {
-      CountingReporter<benchmark::JSONReporter> reporter;
-      benchmark::RunSpecifiedBenchmarks(&reporter);
+    size_t ran = 0;
+    std::string write_error;
+    if (flags.isolate) {
+      const benchmark::BenchmarkReporter::Context context;
+      file.set_context(context);
+      if (!json_display) benchmark::ConsoleReporter(benchmark::ConsoleReporter::OO_None).ReportContext(context);
+      bench::IsolateOptions isolate;
+      isolate.program = std::filesystem::read_symlink("/proc/self/exe").string();
+      isolate.args = args.for_children;
+      isolate.pass_stdout = !json_display;
+      isolate.on_start = [](const std::string& name) { bench::Progress::instance().start(name); };
+      try {
+        const bench::IsolatedRun run = bench::run_isolated(names, isolate, file);
+        failed = run.failed;
+        ran = run.finished + (run.stopped ? 1 : 0);
+      } catch (const io::WriteError& e) {
+        write_error = e.what();
+      }
+      if (json_display) std::printf("%s", file.document().c_str());
+    } else if (json_display) {
+      bench::RunReporter<benchmark::JSONReporter> reporter(file, flags.isolated_child);
+      ran = benchmark::RunSpecifiedBenchmarks(&reporter);
       failed = reporter.failed;
+      write_error = reporter.write_error;
     } else {
       const auto color = isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None;
-      CountingReporter<benchmark::ConsoleReporter> reporter(
+      bench::RunReporter<benchmark::ConsoleReporter> reporter(
+          file, flags.isolated_child,
           static_cast<benchmark::ConsoleReporter::OutputOptions>(color | benchmark::ConsoleReporter::OO_Tabular));
-      benchmark::RunSpecifiedBenchmarks(&reporter);
+      reporter.before_runs = [] { bench::Progress::instance().clear_line(); };
+      ran = benchmark::RunSpecifiedBenchmarks(&reporter);
       failed = reporter.failed;
+      write_error = reporter.write_error;
     }
     benchmark::Shutdown();
     bench::Progress::instance().clear_line();
+    if (!write_error.empty()) throw io::WriteError(write_error + " (the run stopped there)");
+
+    const std::string kept = args.out.empty() ? "" : file.benchmarks() > 0 ? "; written to " + args.out
+                                                                           : "; " + args.out + " left as it was";
+    if (interrupt::signal_number() != 0) {
+      file.finish("interrupted by " + interrupt::signal_name(interrupt::signal_number()));
+      std::fprintf(stderr, "torchprobe-bench: interrupted by %s: %zu of %zu benchmark(s) finished%s\n",
+                   interrupt::signal_name(interrupt::signal_number()).c_str(), file.benchmarks(), names.size(), kept.c_str());
+      return interrupt::exit_code();
+    }
+    if (ran == 0) {
+      std::fprintf(stderr, "torchprobe: error: no benchmark matches%s%s\n",
+                   args.filter.empty() ? " the selected suites" : (" --benchmark_filter=" + args.filter).c_str(), kept.c_str());
+      return 1;
+    }
+    file.finish("");
     if (failed > 0) {
-      std::fprintf(stderr, "torchprobe: error: %d benchmark run(s) failed (their ERROR OCCURRED lines say why)\n",
-                   failed);
+      std::fprintf(stderr, "torchprobe: error: %d benchmark(s) failed (their ERROR OCCURRED lines say why)%s\n", failed,
+                   kept.c_str());
       return 1;
     }
     return 0;
@@ -149,15 +252,19 @@ int run_suites(int argc, char** argv, CLI::App& app, const std::string& format, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  torchprobe::interrupt::install(torchprobe::interrupt::Mode::kGraceful);
   torchprobe::bench::SuiteOptions options;
   ProgramFlags flags;
   CLI::App app{"torchprobe-bench: full CIFAR-10 training steps, single ops and the data pipeline on the CPU and every GPU"};
   app.footer(
       "Google Benchmark's own flags work as usual, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
-      "--benchmark_out=FILE --benchmark_out_format=json, --benchmark_min_time=SECONDS, --benchmark_list_tests.");
+      "--benchmark_min_time=SECONDS, --benchmark_list_tests. --benchmark_out=FILE (--benchmark_out_format=json,\n"
+      "csv or console) is rewritten after every finished benchmark and always holds a complete document; a run\n"
+      "that finishes nothing leaves it untouched. SIGINT/SIGTERM: the current sample finishes, the finished\n"
+      "benchmarks are kept, exit 130/143 (a second signal stops at once).");
   app.add_option("--devices", flags.devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();
-  app.add_option("--models", options.models, "Models to train (net, resnet18)")->delimiter(',')->capture_default_str();
-  app.add_option("--batch-sizes", options.batch_sizes, "Batch sizes")->delimiter(',')->capture_default_str();
+  app.add_option("--models", flags.models, "Models to train: net, resnet18 (comma-separated)")->capture_default_str();
+  app.add_option("--batch-sizes", flags.batch_sizes, fmt::format("Batch sizes, 1 to {}", kMaxBatch))->capture_default_str();
   app.add_option("--variants", flags.variants,
                  "Training-step variants: quick (baseline at every batch, bf16+channels_last at the largest, a CUDA "
                  "graph at the smallest on GPUs) or full (every combination the device runs)")
@@ -168,29 +275,33 @@ int main(int argc, char** argv) {
   app.add_option("--layouts", options.variants.layouts, "Training memory formats: nchw, cl (channels_last)")->delimiter(',');
   app.add_option("--cudnn", options.variants.cudnn, "cuDNN autotuning (GPUs): off, on")->delimiter(',');
   app.add_option("--graphs", options.variants.graphs, "CUDA-graph replay of the whole step (GPUs): off, on")->delimiter(',');
-  app.add_option("--suites", options.suites, "Suites to run (train, data, op)")->delimiter(',')->capture_default_str();
+  app.add_option("--suites", flags.suites, "Suites to run: train, data, op (comma-separated)")->capture_default_str();
   app.add_option("--ops", options.op_selection.ops, "Ops to time (default: all of: " + fmt::format("{}", fmt::join(torchprobe::ops::op_names(), ", ")) + ")")
       ->delimiter(',');
   app.add_option("--op-set", flags.op_set, "core (a quick set: one shape per op) or all (the full sweep)")
       ->check(CLI::IsMember({"core", "all"}))
       ->capture_default_str();
-  app.add_option("--op-batch-sizes", options.op_selection.batch_sizes, "Batch sizes of the model-shaped ops")
-      ->delimiter(',')
-      ->capture_default_str();
+  app.add_option("--op-batch-sizes", flags.op_batch_sizes, "Batch sizes of the model-shaped ops")->capture_default_str();
   app.add_flag("--cold", options.cold, "Op suite: flush the last-level cache before each sample (one call per sample)");
   app.add_option("--op-input-sets", options.op_input_sets,
                  "Op suite: rotating input sets (0: enough to exceed twice the last-level cache)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  app.add_option("--threads", flags.threads, "LibTorch intra-op threads (default: LibTorch's own)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", flags.threads, fmt::format("LibTorch intra-op threads, 1 to {} (default: LibTorch's own)", kMaxThreads))
+      ->check(CLI::Range(1, kMaxThreads));
   app.add_option("--data", flags.data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
   app.add_option("--steps-per-sample", options.steps_per_sample,
                  "Training steps per timed sample (0: 1 on the CPU, ~5 ms of work on a GPU)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   app.add_flag("--profile", options.profile,
                "Profiling mode: a few samples per benchmark, no statistics (for nsys; see scripts/profile.sh)");
   app.add_flag("--aten-nvtx", flags.aten_nvtx, "Also an NVTX range per ATen op with input shapes (CUDA LibTorch only)");
+  app.add_flag("--isolate", flags.isolate,
+               "Run each benchmark in a child process of its own: a crash or a sticky CUDA error fails that benchmark "
+               "only, and the suite goes on");
+  app.add_flag("--isolated-child", flags.isolated_child, "internal: one benchmark of an --isolate run")->group("");
+  app.add_option("--peak-store", flags.peak_store, "internal: the measured roofs shared by an --isolate run")->group("");
 
   for (int i = 1; i < argc; ++i) {  // our help, not Google Benchmark's
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -198,8 +309,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  const std::string format = flag_value(argc, argv, "--benchmark_format");
-  const std::string filter = flag_value(argc, argv, "--benchmark_filter");
+  const Arguments args = take_arguments(argc, argv);
   benchmark::Initialize(&argc, argv);
-  return run_suites(argc, argv, app, format, filter, options, flags);
+  return run_suites(argc, argv, app, args, options, flags);
 }

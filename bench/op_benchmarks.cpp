@@ -7,10 +7,8 @@
 
 #include <cmath>
 
-#include "progress.h"
 #include "suite.h"
 #include "torchprobe/backend.h"
-#include "torchprobe/error.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/nvtx.h"
 #include "torchprobe/ops/peaks.h"
@@ -95,14 +93,9 @@ std::vector<std::string> register_op_benchmarks(const SuiteOptions& options) {
     const auto op = std::make_shared<const ops::OpCase>(c);
     const auto range = std::make_shared<const nvtx::Name>(name, nvtx::colors::kBenchmark);
     auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-      Progress::instance().start(name);
       {
         nvtx::Range outer(*range);
-        try {
-          run_op(state, *op, options);
-        } catch (const std::exception& e) {
-          state.SkipWithError(short_message(e).c_str());
-        }
+        run_guarded(state, name, [&] { run_op(state, *op, options); });
       }
       if (op->device.is_cuda()) backend::release_cached_memory(op->device);
     });

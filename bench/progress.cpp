@@ -20,7 +20,7 @@ void Progress::set_total(const std::vector<std::string>& names, const std::strin
 }
 
 void Progress::start(const std::string& name) {
-  if (!started_.insert(name).second) return;
+  if (silent_ || !started_.insert(name).second) return;
   const auto seconds = static_cast<long>(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count());
   const size_t index = started_.size();

@@ -19,6 +19,8 @@ class Progress {
   void start(const std::string& name);
   /// Erases the in-place line before a reporter prints (no-op when not on a terminal).
   void clear_line();
+  /// An isolated child prints no progress: its parent does.
+  void set_silent(bool silent) { silent_ = silent; }
 
  private:
   Progress();
@@ -26,6 +28,7 @@ class Progress {
   size_t total_ = 0;
   bool tty_ = false;
   bool line_shown_ = false;
+  bool silent_ = false;
   std::chrono::steady_clock::time_point begin_;
 };
 

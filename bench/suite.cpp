@@ -1,12 +1,18 @@
 #include "suite.h"
 
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 
+#include "progress.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
+#include "torchprobe/interrupt.h"
 
 namespace torchprobe::bench {
 namespace {
@@ -97,8 +103,31 @@ double time_samples(benchmark::State& state, measure::Sampler& sampler) {
     const double ms = sampler.sample();
     total_ms += ms;
     state.SetIterationTime(ms / 1e3);
+    interrupt::check();  // a signal: stop after this sample
   }
   return total_ms;
+}
+
+void run_guarded(benchmark::State& state, const std::string& name, const std::function<void()>& body) {
+  try {
+    interrupt::check();
+    Progress::instance().start(name);
+    if (const char* fault = std::getenv("TORCHPROBE_TEST_FAULT")) {
+      const std::string spec = fault;
+      const size_t colon = spec.rfind(':');
+      if (colon != std::string::npos && colon > 0 && name.find(spec.substr(0, colon)) != std::string::npos) {
+        const std::string kind = spec.substr(colon + 1);
+        const rlimit no_core{0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);  // a test's deliberate crash leaves no core file
+        if (kind == "abort") std::abort();
+        if (kind == "segv") std::raise(SIGSEGV);
+        throw std::runtime_error("injected fault (TORCHPROBE_TEST_FAULT=" + spec + ")");
+      }
+    }
+    body();
+  } catch (const std::exception& e) {
+    state.SkipWithError(short_message(e).c_str());
+  }
 }
 
 void check_suites(const std::vector<std::string>& suites) {

@@ -1,6 +1,7 @@
 #pragma once
 // What torchprobe-bench registers: the training-step suite and the data-pipeline suite.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,12 @@ std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options);
 /// calls_per_sample() iterations (KeepRunningBatch) with its measured time, so reported times are per
 /// call and --benchmark_min_time bounds the real run time. Returns the total ms of every sample.
 double time_samples(benchmark::State& state, measure::Sampler& sampler);
+
+/// What every benchmark function does around its work: the progress line; a requested stop (a signal)
+/// honoured before it starts; every failure turned into Google Benchmark's SkipWithError with a one-line
+/// reason, so the suite goes on. For tests of crash handling, TORCHPROBE_TEST_FAULT=SUBSTRING:KIND makes
+/// benchmarks whose name contains SUBSTRING fail that way instead of running: throw, abort or segv.
+void run_guarded(benchmark::State& state, const std::string& name, const std::function<void()>& body);
 
 /// Validates suite names; throws InputError for unknown ones.
 void check_suites(const std::vector<std::string>& suites);

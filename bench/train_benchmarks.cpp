@@ -13,11 +13,10 @@
 #include <optional>
 
 #include "diagnostics/audit.h"
-#include "progress.h"
 #include "suite.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/data/batcher.h"
-#include "torchprobe/error.h"
+#include "torchprobe/input_error.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/stats.h"
 #include "torchprobe/models/registry.h"
@@ -142,15 +141,10 @@ std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
     // The benchmark's outer NVTX range, registered once here rather than formatted per call.
     const auto range = std::make_shared<const nvtx::Name>(name, nvtx::colors::kBenchmark);
     auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-      Progress::instance().start(name);
       state.SetLabel(data_label);
       {
         nvtx::Range outer(*range);
-        try {
-          run_train_step(state, config, train_data, steps_per_sample, profile);
-        } catch (const std::exception& e) {
-          state.SkipWithError(short_message(e).c_str());
-        }
+        run_guarded(state, name, [&] { run_train_step(state, config, train_data, steps_per_sample, profile); });
       }
       // After an OOM, hand cached blocks back so later configs start clean.
       if (config.device.is_cuda()) backend::release_cached_memory(config.device);

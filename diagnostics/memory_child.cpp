@@ -1,19 +1,13 @@
 #include "diagnostics/memory_child.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -21,6 +15,7 @@
 #include "torchprobe/io.h"
 #include "torchprobe/memory.h"
 #include "torchprobe/report/results.h"
+#include "torchprobe/subprocess.h"
 #include "torchprobe/temp_dir.h"
 
 namespace torchprobe::diagnostics {
@@ -38,22 +33,6 @@ void keep_tail(std::string& tail, const std::string& more) {
   if (tail.size() > kTailBytes) tail.erase(0, tail.size() - kTailBytes);
 }
 
-/// The last `n` non-empty lines of `text`, joined with " | ".
-std::string last_lines(const std::string& text, int n) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    if (end > start) lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  std::string out;
-  for (size_t i = lines.size() > static_cast<size_t>(n) ? lines.size() - n : 0; i < lines.size(); ++i) {
-    out += (out.empty() ? "" : " | ") + lines[i];
-  }
-  return out;
-}
-
 /// What one child run left behind.
 struct ChildRun {
   int status = 0;
@@ -63,53 +42,12 @@ struct ChildRun {
   std::string output_tail;            ///< stderr and non-event stdout, last kTailBytes
 };
 
-// Reads whole lines from a descriptor into `pending`, calling `line` for each complete one.
-template <typename OnLine>
-bool drain(int fd, std::string& pending, OnLine&& line) {
-  char buffer[65536];
-  const ssize_t n = read(fd, buffer, sizeof buffer);
-  if (n < 0) return errno == EINTR || errno == EAGAIN;
-  if (n == 0) {
-    if (!pending.empty()) line(pending);
-    pending.clear();
-    return false;
-  }
-  pending.append(buffer, static_cast<size_t>(n));
-  for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-    line(pending.substr(0, nl));
-    pending.erase(0, nl + 1);
-  }
-  return true;
-}
-
 ChildRun run_child_once(const std::string& exe, const std::vector<std::string>& args) {
-  int out[2], err[2];
-  if (pipe(out) != 0 || pipe(err) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
-  std::vector<std::string> argv_strings{exe};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    // The child dies with its parent, whatever ends the parent.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
-    execv(exe.c_str(), argv.data());
-    std::fprintf(stderr, "torchprobe: error: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-
+  std::vector<std::string> argv{exe};
+  argv.insert(argv.end(), args.begin(), args.end());
   ChildRun run;
-  std::string out_pending, err_pending;
-  const auto on_stdout = [&](const std::string& line) {
+  subprocess::Options options;
+  options.on_stdout_line = [&](const std::string& line) {
     nlohmann::json event;
     try {
       event = nlohmann::json::parse(line);
@@ -132,45 +70,25 @@ ChildRun run_child_once(const std::string& exe, const std::vector<std::string>& 
       keep_tail(run.output_tail, line + "\n");
     }
   };
-  const auto on_stderr = [&](const std::string& line) {
+  options.on_stderr_line = [&](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     keep_tail(run.output_tail, line + "\n");
   };
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  bool out_open = true, err_open = true;
-  while (out_open || err_open) {
-    fds[0].fd = out_open ? out[0] : -1;
-    fds[1].fd = err_open ? err[0] : -1;
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) out_open = drain(out[0], out_pending, on_stdout);
-    if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) err_open = drain(err[0], err_pending, on_stderr);
-  }
-  close(out[0]);
-  close(err[0]);
-  while (waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {
-  }
+  run.status = subprocess::run(argv, options);
   return run;
 }
 
 [[noreturn]] void child_failed(const std::string& exe, const ChildRun& run) {
-  const std::string said = last_lines(run.output_tail, 3);
+  const std::string said = subprocess::last_lines(run.output_tail, 3);
   const std::string tail = said.empty() ? "" : "; it said: " + said;
-  if (WIFSIGNALED(run.status)) {
-    const int sig = WTERMSIG(run.status);
-    throw std::runtime_error(fmt::format("the memory probe child ({}) was killed by signal {} ({}){}{}", exe, sig, strsignal(sig),
-                                         sig == SIGKILL ? ": the kernel's OOM killer, or a container memory limit below the "
-                                                          "address-space limit (lower --cpu-limit)"
-                                                        : "",
-                                         tail));
-  }
-  if (WIFEXITED(run.status) && WEXITSTATUS(run.status) != 0) {
-    throw std::runtime_error(
-        fmt::format("the memory probe child ({}) exited with status {}{}", exe, WEXITSTATUS(run.status), tail));
-  }
-  throw std::runtime_error(fmt::format("the memory probe child ({}) ended without a report{}", exe, tail));
+  const bool failed = WIFSIGNALED(run.status) || (WIFEXITED(run.status) && WEXITSTATUS(run.status) != 0);
+  if (!failed) throw std::runtime_error(fmt::format("the memory probe child ({}) ended without a report{}", exe, tail));
+  const bool killed = WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL;
+  throw std::runtime_error(fmt::format("the memory probe child ({}) {}{}{}", exe, subprocess::describe_status(run.status),
+                                       killed ? ": the kernel's OOM killer, or a container memory limit below the "
+                                                "address-space limit (lower --cpu-limit)"
+                                              : "",
+                                       tail));
 }
 
 }  // namespace

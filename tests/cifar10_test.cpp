@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fstream>
 
 #include "test_util.h"
@@ -99,6 +101,37 @@ TEST(Cifar10, EmptyFileAndDirectoryAreRejected) {
   write_bytes(dir.file("empty.bin"), {});
   EXPECT_THROW_WITH(read_cifar10_file(dir.file("empty.bin")), InputError, ": empty");
   EXPECT_THROW_WITH(load_cifar10(dir.file("nothing-here"), Split::kTrain), InputError, "not a directory");
+}
+
+TEST(Cifar10, SymbolicLinkLoopIsNamedAsSuch) {
+  TempDir dir;
+  std::filesystem::create_symlink(dir.file("b.bin"), dir.file("a.bin"));
+  std::filesystem::create_symlink(dir.file("a.bin"), dir.file("b.bin"));
+  EXPECT_THROW_WITH(read_cifar10_file(dir.file("a.bin")), InputError,
+                    dir.file("a.bin") + ": Too many levels of symbolic links");
+  std::filesystem::create_symlink(dir.file("loop"), dir.file("loop"));
+  EXPECT_THROW_WITH(load_cifar10(dir.file("loop"), Split::kTrain), InputError, "Too many levels of symbolic links");
+}
+
+TEST(Cifar10, HugeFileIsRefusedByItsSizeBeforeReading) {
+  TempDir dir;
+  const std::string path = dir.file("data_batch_1.bin");
+  write_bytes(path, {});
+  std::filesystem::resize_file(path, 51'000'000'000);  // sparse: no disk used
+  EXPECT_THROW_WITH(read_cifar10_file(path), InputError,
+                    path + ": 51000000000 bytes is more than any CIFAR-10 file holds");
+}
+
+TEST(Cifar10, ParsesRecordsFromMemory) {
+  std::vector<std::uint8_t> bytes(3073 * 2, 7);
+  bytes[0] = 3;
+  bytes[3073] = 9;
+  const Dataset d = parse_cifar10(bytes.data(), bytes.size(), "memory");
+  ASSERT_EQ(d.size(), 2);
+  EXPECT_EQ(d.labels[0].item<std::int64_t>(), 3);
+  EXPECT_EQ(d.labels[1].item<std::int64_t>(), 9);
+  EXPECT_EQ(d.images[1][2][31][31].item<std::uint8_t>(), 7);
+  EXPECT_THROW_WITH(parse_cifar10(bytes.data(), 100, "memory"), InputError, "memory: size 100 bytes");
 }
 
 TEST(Cifar10, SyntheticIsDeterministicAndCoversEveryClass) {

@@ -112,6 +112,28 @@ TEST(Compare, VerdictsFollowThresholdAndSignificance) {
   EXPECT_EQ(few.exit_code(strict), 1);
 }
 
+// A partial current run (interrupted) fails the gate: the benchmarks it did not reach cannot pass it.
+TEST(Compare, APartialCurrentRunFailsTheGate) {
+  const report::CompareOptions options;
+  const std::string runs = R"([{"name": "a", "run_type": "iteration", "real_time": 10, "time_unit": "ms"},
+                               {"name": "b", "run_type": "iteration", "real_time": 10, "time_unit": "ms"}])";
+  const auto baseline = report::parse_results(R"({"benchmarks": )" + runs + "}", "base.json");
+  const auto partial = report::parse_results(
+      R"({"context": {"torchprobe_run": "partial: interrupted by SIGINT after 1 of 2 benchmarks"},
+          "benchmarks": [{"name": "a", "run_type": "iteration", "real_time": 10, "time_unit": "ms"}]})", "cur.json");
+  const auto r = report::compare_results(baseline, partial, options);
+  EXPECT_EQ(row(r, "b").verdict, report::Verdict::kGone);
+  EXPECT_EQ(row(r, "b").note, "not reached: the current run is partial");
+  EXPECT_EQ(r.exit_code(options), 1);
+  EXPECT_NE(report::compare_summary(r, options).find("FAIL: 1 SAME, 1 GONE (the current run is partial: cur.json: interrupted by SIGINT"),
+            std::string::npos) << report::compare_summary(r, options);
+  EXPECT_NE(report::compare_junit(r, options).find("the current run is partial"), std::string::npos);
+  // A partial baseline only adds a note.
+  const auto back = report::compare_results(partial, report::parse_results(R"({"benchmarks": )" + runs + "}", "full.json"), options);
+  EXPECT_EQ(back.exit_code(options), 0);
+  EXPECT_NE(report::compare_summary(back, options).find("note: the baseline is partial"), std::string::npos);
+}
+
 // A suffix that can tell two benchmarks of one program apart never merges them: each is compared with
 // its own baseline, and only the one that regressed fails.
 TEST(Compare, EveryDistinguishingSuffixKeepsBenchmarksApart) {

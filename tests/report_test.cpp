@@ -187,6 +187,27 @@ TEST(ReportLoad, BadInputNamesTheFileAndTheProblem) {
   EXPECT_THROW_WITH(report::load_results({}), InputError, "no results files given");
 }
 
+TEST(ReportLoad, TwoBenchmarksUnderOneNameAreAnErrorNotAMerge) {
+  const std::string entry = R"({"name": "bm/x", "run_name": "bm/x", "run_type": "iteration", "repetition_index": 0, "real_time": 1, "time_unit": "ms"})";
+  EXPECT_THROW_WITH(report::parse_results(R"({"benchmarks": [)" + entry + "," + entry + "]}", "dup.json"), InputError,
+                    "dup.json: benchmarks[1] (bm/x): repetition 0 of 'bm/x' appears twice");
+  // Repetitions 0 and 1 of one benchmark are one result.
+  const std::string second = R"({"name": "bm/x", "run_name": "bm/x", "run_type": "iteration", "repetition_index": 1, "real_time": 3, "time_unit": "ms"})";
+  const auto set = report::parse_results(R"({"benchmarks": [)" + entry + "," + second + "]}", "ok.json");
+  ASSERT_EQ(set.results.size(), 1u);
+  EXPECT_EQ(set.results[0].repetitions, 2);
+}
+
+TEST(ReportLoad, APartialRunSaysSo) {
+  const auto set = report::parse_results(
+      R"({"context": {"torchprobe_run": "partial: interrupted by SIGTERM after 2 of 5 benchmarks"}, "benchmarks": []})", "p.json");
+  EXPECT_TRUE(set.contexts[0].partial());
+  EXPECT_EQ(set.partial_runs(), "p.json: interrupted by SIGTERM after 2 of 5 benchmarks");
+  const auto done = report::parse_results(R"j({"context": {"torchprobe_run": "complete (5 of 5 benchmarks)"}, "benchmarks": []})j", "c.json");
+  EXPECT_FALSE(done.contexts[0].partial());
+  EXPECT_EQ(done.partial_runs(), "");
+}
+
 TEST(ReportViews, SpeedupAgainstTheCpuAndRooflineFigures) {
   const auto set = fixture();
   const auto view = report::train_view(set);

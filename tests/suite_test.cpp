@@ -1,13 +1,20 @@
 #include "suite.h"
-#include "progress.h"
 
 #include <benchmark/benchmark.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
+#include "isolate.h"
+#include "progress.h"
+#include "results_file.h"
 #include "test_util.h"
 #include "torchprobe/error.h"
+#include "torchprobe/io.h"
+#include "torchprobe/report/results.h"
 
 using namespace torchprobe;
 
@@ -92,4 +99,84 @@ TEST(Suite, ProgressCountsWhatTheFilterSelects) {
 
 TEST(Suite, UnknownSuiteIsRejected) {
   EXPECT_THROW_WITH(bench::check_suites({"train", "ops"}), InputError, "unknown suite 'ops' (known: train, data, op)");
+}
+
+// The results file: a complete JSON document after every benchmark, saying whether the run is complete.
+namespace {
+benchmark::BenchmarkReporter::Run fake_run(const std::string& name, double ms) {
+  benchmark::BenchmarkReporter::Run run;
+  run.run_name.function_name = name;
+  run.iterations = 10;
+  run.real_accumulated_time = ms * 10 / 1e3;
+  run.cpu_accumulated_time = ms * 10 / 1e3;
+  run.time_unit = benchmark::kMillisecond;
+  return run;
+}
+
+nlohmann::json parse_file(const std::string& path) { return nlohmann::json::parse(io::read_text_file(path)); }
+}  // namespace
+
+TEST(ResultsFile, EveryWriteIsACompleteDocumentWithItsStatus) {
+  const TempDir dir;
+  const std::string path = dir.file("run.json");
+  bench::ResultsFile file(path, bench::ResultsFile::Format::kJson, 3);
+  file.set_context(benchmark::BenchmarkReporter::Context());
+  file.finish("");  // nothing finished: no file at all
+  EXPECT_FALSE(std::filesystem::exists(path));
+  file.add({fake_run("bm/a", 1.0)});
+  auto doc = parse_file(path);
+  EXPECT_EQ(doc["context"]["torchprobe_run"], "partial: still running, or killed, after 1 of 3 benchmarks");
+  ASSERT_EQ(doc["benchmarks"].size(), 1u);
+  EXPECT_EQ(doc["benchmarks"][0]["name"], "bm/a");
+  file.add({fake_run("bm/b", 2.0)});
+  doc = parse_file(path);
+  ASSERT_EQ(doc["benchmarks"].size(), 2u);
+  EXPECT_EQ(doc["benchmarks"][1]["name"], "bm/b");
+  file.finish("interrupted by SIGINT");
+  EXPECT_EQ(parse_file(path)["context"]["torchprobe_run"], "partial: interrupted by SIGINT after 2 of 3 benchmarks");
+  file.add_json_entries(bench::failure_entry("bm/c", "the benchmark's process (--isolate) was killed by SIGSEGV"), 1);
+  file.finish("");
+  doc = parse_file(path);
+  EXPECT_EQ(doc["context"]["torchprobe_run"], "complete (3 of 3 benchmarks)");
+  ASSERT_EQ(doc["benchmarks"].size(), 3u);
+  EXPECT_EQ(doc["benchmarks"][2]["error_occurred"], true);
+  // The report's loader reads it, failure included.
+  const auto results = report::load_results({path});
+  ASSERT_EQ(results.results.size(), 3u);
+  EXPECT_TRUE(results.results[2].failed());
+  EXPECT_FALSE(results.contexts[0].partial());
+}
+
+TEST(ResultsFile, CsvAndConsoleFilesGrowByWholeRows) {
+  const TempDir dir;
+  bench::ResultsFile csv(dir.file("run.csv"), bench::ResultsFile::Format::kCsv, 2);
+  csv.set_context(benchmark::BenchmarkReporter::Context());
+  csv.add({fake_run("bm/a", 1.0)});
+  csv.add({fake_run("bm/b", 2.0)});
+  const std::string text = io::read_text_file(dir.file("run.csv"));
+  EXPECT_NE(text.find("name,iterations,real_time"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"bm/b\",10,"), std::string::npos) << text;
+  EXPECT_THROW_WITH(bench::ResultsFile::parse_format("xml"), InputError, "expected json, csv or console");
+}
+
+TEST(Isolate, ExactFilterSelectsOneBenchmarkWhateverItsSuffixes) {
+  const std::regex filter(bench::exact_filter("train_step/net/cpu/batch:4/dtype:fp32/layout:nchw"), std::regex::extended);
+  EXPECT_TRUE(std::regex_search("train_step/net/cpu/batch:4/dtype:fp32/layout:nchw/manual_time", filter));
+  EXPECT_TRUE(std::regex_search("train_step/net/cpu/batch:4/dtype:fp32/layout:nchw/repeats:3/manual_time", filter));
+  EXPECT_FALSE(std::regex_search("train_step/net/cpu/batch:48/dtype:fp32/layout:nchw/manual_time", filter));
+  EXPECT_FALSE(std::regex_search("train_step/net/cpu/batch:4/dtype:fp32/layout:nchw/cudnn:on/manual_time", filter));
+  const std::regex dots(bench::exact_filter("op/a.b(c)"), std::regex::extended);
+  EXPECT_TRUE(std::regex_search("op/a.b(c)/real_time", dots));
+  EXPECT_FALSE(std::regex_search("op/aXb(c)/real_time", dots));
+}
+
+TEST(Isolate, EntriesComeOnlyFromACompleteDocument) {
+  const std::string doc = "{\n  \"context\": {},\n  \"benchmarks\": [\n    {\"name\": \"a\"},\n    {\"name\": \"b\"}\n  ]\n}\n";
+  EXPECT_EQ(bench::benchmark_entries(doc), "{\"name\": \"a\"},\n    {\"name\": \"b\"}");
+  EXPECT_EQ(bench::benchmark_entries(doc.substr(0, doc.size() - 4)), "");
+  EXPECT_EQ(bench::benchmark_entries("{\n  \"context\": {},\n  \"benchmarks\": [\n\n  ]\n}\n"), "");
+  const auto entry = nlohmann::json::parse(bench::failure_entry("x/\"y\"", "killed by SIGSEGV"));
+  EXPECT_EQ(entry["name"], "x/\"y\"");
+  EXPECT_EQ(entry["error_occurred"], true);
+  EXPECT_EQ(entry["error_message"], "killed by SIGSEGV");
 }

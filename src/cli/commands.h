@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "torchprobe/flags.h"
+
 namespace torchprobe::cli {
 
 /// A subcommand and what runs it when it was chosen.
@@ -22,11 +24,5 @@ std::vector<Command> add_compare_command(CLI::App& app);
 std::vector<Command> add_diagnose_command(CLI::App& app);  ///< diagnose device, diagnose memory
 std::vector<Command> add_explain_command(CLI::App& app);
 std::vector<Command> add_dist_command(CLI::App& app);  ///< dist allreduce, train, dataparallel (where built)
-
-/// The one way a size flag is read: "512MiB", "2GiB", "64KiB" or a byte count, above 0; InputError
-/// naming the flag otherwise.
-std::int64_t byte_size_flag(const std::string& flag, const std::string& text);
-/// A comma-separated list flag: no empty items, no duplicates; InputError naming the flag otherwise.
-std::vector<std::string> list_flag(const std::string& flag, const std::string& text);
 
 }  // namespace torchprobe::cli

@@ -5,9 +5,12 @@
 
 #include "commands.h"
 #include "torchprobe/cli_support.h"
+#include "torchprobe/interrupt.h"
 
 int main(int argc, char** argv) {
   namespace cli = torchprobe::cli;
+  // SIGINT/SIGTERM: temporary files and directories removed, child processes stopped, exit 130/143.
+  torchprobe::interrupt::install(torchprobe::interrupt::Mode::kImmediate);
   CLI::App app{"torchprobe: LibTorch benchmarks and diagnostics for the CPU and every GPU"};
   app.require_subcommand(1);
   std::vector<cli::Command> commands;

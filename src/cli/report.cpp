@@ -33,12 +33,17 @@ std::vector<Command> add_report_command(CLI::App& app) {
                                                    : std::filesystem::path(flags->out_dir);
              const report::ReportOptions options{flags->noise_cv_pct};
              const auto charts = report::make_charts(results);
-             io::write_text_file((out / "results.csv").string(), report::to_csv(results));
-             for (const auto& chart : charts) io::write_text_file((out / chart.file).string(), chart.svg);
-             io::write_text_file((out / "report.md").string(), report::to_markdown(results, charts, options));
+             // One set, replaced together: a full disk leaves the old report whole.
+             std::vector<std::pair<std::string, std::string>> files{{"results.csv", report::to_csv(results)}};
+             for (const auto& chart : charts) files.emplace_back(chart.file, chart.svg);
+             files.emplace_back("report.md", report::to_markdown(results, charts, options));
+             io::write_file_set(out.string(), files);
              if (!flags->quiet) std::printf("%s", report::to_console_summary(results, options).c_str());
              std::fprintf(stderr, "torchprobe: wrote %s, %s and %zu chart(s) for %zu benchmark(s)\n",
                           (out / "report.md").c_str(), (out / "results.csv").c_str(), charts.size(), results.results.size());
+             if (const std::string partial = results.partial_runs(); !partial.empty()) {
+               std::fprintf(stderr, "torchprobe: warning: partial run: %s\n", partial.c_str());
+             }
              return 0;
            }}};
 }

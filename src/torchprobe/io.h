@@ -2,6 +2,8 @@
 // Files, read whole and replaced whole: nothing half-written is ever left under a file's name.
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace torchprobe::io {
 
@@ -19,6 +21,12 @@ std::string read_text_file(const std::string& path);
 /// On any failure the temporary file is removed and the old file is untouched. Throws WriteError
 /// naming the path and the reason (errno text, e.g. "No space left on device").
 void write_text_file(const std::string& path, const std::string& text);
+
+/// Replaces a set of files in `dir` together, e.g. a report: each (name, text) is first written in full
+/// and flushed in a uniquely named staging directory inside `dir`, and only then are they renamed into
+/// place, so a failure while writing (a full disk) leaves every old file of the set as it was and no
+/// temporary file behind. Throws WriteError naming the file and the reason.
+void write_file_set(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files);
 
 /// Throws WriteError unless `path` could be written now: its directory exists (or can be created)
 /// and takes a new file. For outputs checked before a long run, so it fails at once.

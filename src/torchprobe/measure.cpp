@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "torchprobe/device_spec.h"
+#include "torchprobe/interrupt.h"
 
 namespace torchprobe::measure {
 
@@ -53,6 +54,7 @@ int Sampler::warm_up() {
     if (before_sample_) before_sample_();
     call_();
     ++calls;
+    interrupt::check();
   }
   clock_.wait();
   return calls;
@@ -103,6 +105,7 @@ std::vector<double> Sampler::run(int samples, double min_seconds) {
   const double start = clock_.now_s();
   while (static_cast<int>(per_call_ms.size()) < samples || clock_.now_s() - start < min_seconds) {
     per_call_ms.push_back(sample() / calls_per_sample_);
+    interrupt::check();
   }
   return per_call_ms;
 }

@@ -1,22 +1,31 @@
 #pragma once
 #include <stdlib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
 
+#include "torchprobe/interrupt.h"
+
 namespace torchprobe {
 
-/// A fresh directory under the system temporary directory, removed with its contents when
-/// the object goes out of scope.
+/// A fresh directory under the system temporary directory ($TMPDIR), removed with its contents when
+/// the object goes out of scope, or by the interrupt cleanups when the program is stopped at once.
 class TempDir {
  public:
   explicit TempDir(const std::string& prefix = "torchprobe") {
     std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory " + pattern);
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a temporary directory " + pattern + ": " + std::strerror(errno));
     path_ = pattern;
+    cleanup_ = interrupt::add_cleanup([path = path_] {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    });
   }
   ~TempDir() {
+    interrupt::remove_cleanup(cleanup_);
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
   }
@@ -27,6 +36,7 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+  int cleanup_ = -1;
 };
 
 }  // namespace torchprobe

@@ -38,43 +38,66 @@ std::vector<std::string> split_file_names(Split split) {
   return {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"};
 }
 
-Dataset read_cifar10_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(fmt::format("CIFAR-10 file {}: missing (no such file)", path));
-  if (fs::is_directory(path, ec)) throw InputError(fmt::format("CIFAR-10 file {}: is a directory", path));
-  const auto bytes = static_cast<std::int64_t>(fs::file_size(path, ec));
-  if (ec) throw InputError(fmt::format("CIFAR-10 file {}: cannot read its size: {}", path, ec.message()));
-  if (bytes == 0) throw InputError(fmt::format("CIFAR-10 file {}: empty", path));
-  if (bytes % kRecordBytes != 0) {
+Dataset parse_cifar10(const std::uint8_t* data, size_t size, const std::string& source) {
+  if (size == 0) throw InputError(fmt::format("CIFAR-10 file {}: empty", source));
+  if (size % kRecordBytes != 0) {
     throw InputError(fmt::format(
         "CIFAR-10 file {}: size {} bytes is not a multiple of the 3073-byte record "
         "(1 label + 3072 pixels); {} trailing bytes: truncated or not the binary version",
-        path, bytes, bytes % kRecordBytes));
+        source, size, size % kRecordBytes));
   }
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw InputError(fmt::format("CIFAR-10 file {}: cannot open: {}", path, std::strerror(errno)));
-  std::vector<std::uint8_t> raw(static_cast<size_t>(bytes));
-  if (std::fread(raw.data(), 1, raw.size(), file.get()) != raw.size()) {
-    throw InputError(fmt::format("CIFAR-10 file {}: read failed: {}", path, std::strerror(errno)));
-  }
-  const std::int64_t n = bytes / kRecordBytes;
+  const auto n = static_cast<std::int64_t>(size / kRecordBytes);
   Dataset out;
   out.images = torch::empty({n, kChannels, kSide, kSide}, torch::kUInt8);
   out.labels = torch::empty({n}, torch::kInt64);
   auto* images = out.images.data_ptr<std::uint8_t>();
   auto* labels = out.labels.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint8_t* record = raw.data() + i * kRecordBytes;
+    const std::uint8_t* record = data + i * kRecordBytes;
     if (record[0] >= kClasses) {
       throw InputError(fmt::format("CIFAR-10 file {}: record {} has label {} (labels must be 0..9)",
-                                   path, i, static_cast<int>(record[0])));
+                                   source, i, static_cast<int>(record[0])));
     }
     labels[i] = record[0];
     std::memcpy(images + i * kImageBytes, record + 1, kImageBytes);
   }
-  out.source = path;
+  out.source = source;
   return out;
+}
+
+Dataset read_cifar10_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);  // follows links: a loop or a dangling link says so
+  if (ec) {
+    throw InputError(fmt::format("CIFAR-10 file {}: {}", path,
+                                 ec == std::errc::no_such_file_or_directory ? "missing (no such file)" : ec.message()));
+  }
+  if (fs::is_directory(status)) throw InputError(fmt::format("CIFAR-10 file {}: is a directory", path));
+  if (!fs::is_regular_file(status)) throw InputError(fmt::format("CIFAR-10 file {}: not a regular file", path));
+  const auto bytes = static_cast<std::int64_t>(fs::file_size(path, ec));
+  if (ec) throw InputError(fmt::format("CIFAR-10 file {}: cannot read its size: {}", path, ec.message()));
+  // Checked before reading: a huge (or sparse) file must not become an allocation failure.
+  if (bytes > kMaxFileRecords * kRecordBytes) {
+    throw InputError(fmt::format("CIFAR-10 file {}: {} bytes is more than any CIFAR-10 file holds (each training file "
+                                 "has 10000 images, {} bytes; at most {} images are read from one file)",
+                                 path, bytes, 10000 * kRecordBytes, kMaxFileRecords));
+  }
+  if (bytes == 0) throw InputError(fmt::format("CIFAR-10 file {}: empty", path));
+  if (bytes % kRecordBytes != 0) return parse_cifar10(nullptr, static_cast<size_t>(bytes), path);  // says why
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) throw InputError(fmt::format("CIFAR-10 file {}: cannot open: {}", path, std::strerror(errno)));
+  std::vector<std::uint8_t> raw;
+  try {
+    raw.resize(static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    throw InputError(fmt::format("CIFAR-10 file {}: not enough memory to read its {} bytes", path, bytes));
+  }
+  if (std::fread(raw.data(), 1, raw.size(), file.get()) != raw.size()) {
+    throw InputError(fmt::format("CIFAR-10 file {}: read failed: {}", path,
+                                 std::ferror(file.get()) ? std::strerror(errno) : "the file got shorter while being read"));
+  }
+  return parse_cifar10(raw.data(), raw.size(), path);
 }
 
 Dataset read_cifar10_files(const std::vector<std::string>& paths) {
@@ -97,7 +120,11 @@ Dataset read_cifar10_files(const std::vector<std::string>& paths) {
 Dataset load_cifar10(const std::string& dir, Split split) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw InputError(fmt::format("CIFAR-10 directory {}: not a directory", dir));
+  const fs::file_status status = fs::status(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw InputError(fmt::format("CIFAR-10 directory {}: {}", dir, ec.message()));
+  }
+  if (!fs::is_directory(status)) throw InputError(fmt::format("CIFAR-10 directory {}: not a directory", dir));
   fs::path base(dir);
   const auto names = split_file_names(split);
   if (!fs::exists(base / names.front(), ec) && fs::exists(base / "cifar-10-batches-bin" / names.front(), ec)) {

@@ -15,6 +15,9 @@ constexpr int kSide = 32;
 constexpr std::int64_t kImageBytes = kChannels * kSide * kSide;  // 3072
 constexpr std::int64_t kRecordBytes = 1 + kImageBytes;          // 3073
 constexpr std::int64_t kTrainImages = 50000;
+/// The most records read from one file (60 times a training file): a larger file is refused by its
+/// size before anything is read, so a huge or sparse file cannot become an allocation failure.
+constexpr std::int64_t kMaxFileRecords = 600000;
 
 /// Images as stored: uint8 [N, 3, 32, 32]; labels int64 [N] in 0..9.
 struct Dataset {
@@ -26,9 +29,12 @@ struct Dataset {
 
 enum class Split { kTrain, kTest };
 
-/// Reads one binary batch file. Throws InputError naming the file and the problem
-/// (missing, unreadable, empty, size not a multiple of 3073, label >= 10 at record K).
+/// Reads one binary batch file. Throws InputError naming the file and the problem (missing, a symbolic
+/// link loop, unreadable, empty, too large, size not a multiple of 3073, label >= 10 at record K).
 Dataset read_cifar10_file(const std::string& path);
+/// Parses records already in memory (`size` bytes); `source` names them in errors. The reader's core,
+/// on its own for the fuzzer.
+Dataset parse_cifar10(const std::uint8_t* data, size_t size, const std::string& source);
 /// Reads several files into one dataset, in order.
 Dataset read_cifar10_files(const std::vector<std::string>& paths);
 /// The split from a directory holding data_batch_1..5.bin / test_batch.bin, either directly

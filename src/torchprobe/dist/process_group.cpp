@@ -7,7 +7,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
@@ -78,13 +82,48 @@ torch::Device rank_device(const DistEnv& env, const std::string& text) {
   return parse_devices(text, query).front();
 }
 
+/// Where a rank runs, as it published itself in the store when it joined.
+struct Peer {
+  std::string host;
+  long pid = 0;
+};
+
+std::string this_host() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<backend::CollectiveBackend> collectives;
+  std::vector<Peer> peers;  ///< by rank
 
   backend::CollectiveBackend& live() const {
     if (!collectives) throw std::logic_error("ProcessGroup: a collective after shutdown()");
     return *collectives;
+  }
+
+  /// A collective failed (Gloo: "Connection reset by peer [127.0.0.1]:4123"; NCCL: a timeout): which peer
+  /// is gone, where known. Ranks on this host are checked by their process ids.
+  std::string explain(const DistEnv& env, const std::string& what, const std::string& message) const {
+    const std::string host = this_host();
+    std::string gone, others;
+    for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
+      if (r == env.rank) continue;
+      const Peer& p = peers[static_cast<size_t>(r)];
+      const bool local = p.host == host;
+      const bool exited = local && p.pid > 0 && kill(static_cast<pid_t>(p.pid), 0) != 0 && errno == ESRCH;
+      const std::string who = fmt::format("rank {} (pid {} on {})", r, p.pid, p.host);
+      if (exited) gone += (gone.empty() ? "" : ", ") + who;
+      others += (others.empty() ? "" : ", ") + who + (local ? ", still running" : "");
+    }
+    const std::string cause = !gone.empty() ? fmt::format("{} exited or was killed: see its output", gone)
+                                            : fmt::format("a peer went away, stalled or cannot be reached (the other ranks: "
+                                                          "{}; the rendezvous store: {})",
+                                                          others.empty() ? "none" : others, env.endpoint());
+    return fmt::format("rank {} of {} (pid {} on {}): {} failed: {}; {}", env.rank, env.world_size, getpid(), host, what,
+                       message, cause);
   }
 };
 
@@ -147,14 +186,36 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
     throw;
   } catch (const std::exception& e) {
     std::string missing;
-    for (int r = 0; r < env.world_size; ++r) {
-      if (!impl_->store->check({fmt::format("torchprobe/world_size/{}", r)})) {
-        missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+    try {
+      for (int r = 0; r < env.world_size; ++r) {
+        if (!impl_->store->check({fmt::format("torchprobe/world_size/{}", r)})) {
+          missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+        }
       }
+    } catch (const std::exception&) {
+      // The store does not answer at all: not a c10d store, or its host went away.
+      throw std::runtime_error(fmt::format(
+          "{}: the rendezvous store at {} does not answer as a c10d TCPStore within {} (is MASTER_PORT another "
+          "program's port, or did rank 0 stop?): {}",
+          who, env.endpoint(), seconds(timeout), message_of(e)));
     }
     throw std::runtime_error(fmt::format("{}: not every rank joined at {} within {} (missing: rank {}; not started, "
                                          "or started with another MASTER_ADDR/MASTER_PORT?): {}", who, env.endpoint(),
                                          seconds(timeout), missing.empty() ? "?" : missing, message_of(e)));
+  }
+  // Each rank says where it runs, so a failure later can name the rank that went away.
+  try {
+    impl_->store->set(fmt::format("torchprobe/peer/{}", env.rank), bytes_of(fmt::format("{} {}", this_host(), getpid())));
+    for (int r = 0; r < env.world_size; ++r) {
+      const std::string key = fmt::format("torchprobe/peer/{}", r);
+      impl_->store->wait({key}, timeout);
+      const std::string text = string_of(impl_->store->get(key));
+      const size_t space = text.rfind(' ');
+      impl_->peers.push_back({text.substr(0, space), space == std::string::npos ? 0 : std::atol(text.c_str() + space + 1)});
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{}: the ranks joined at {} but one went away before they all started: {}", who,
+                                         env.endpoint(), message_of(e)));
   }
   if (device_.is_cuda()) {
     impl_->collectives = backend::make_nccl_backend(impl_->store, env.rank, env.world_size, timeout);
@@ -164,6 +225,18 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
   gloo_options->timeout = timeout;
   gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr == "localhost" ? "127.0.0.1" : env.master_addr));
   impl_->collectives = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, gloo_options);
+}
+
+void ProcessGroup::guarded(const std::string& what, const std::function<void()>& collective) {
+  try {
+    collective();
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::logic_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(impl_->explain(env_, what, message_of(e)));
+  }
 }
 
 std::string ProcessGroup::backend_name() const { return device_.is_cuda() ? "nccl" : "gloo"; }
@@ -178,28 +251,30 @@ int ProcessGroup::average_(torch::Tensor& flat, std::int64_t bucket_bytes) {
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
   for (std::int64_t start = 0; start < flat.numel(); start += per_bucket) {
     buckets.push_back({flat.narrow(0, start, std::min(per_bucket, flat.numel() - start))});
-    pending.push_back(impl_->live().allreduce(buckets.back()));
+    guarded("the gradient all-reduce", [&] { pending.push_back(impl_->live().allreduce(buckets.back())); });
   }
-  for (auto& work : pending) work->wait();
+  guarded("the gradient all-reduce", [&] {
+    for (auto& work : pending) work->wait();
+  });
   flat.div_(env_.world_size);
   return static_cast<int>(pending.size());
 }
 
 void ProcessGroup::all_reduce_sum_(torch::Tensor& tensor) {
   std::vector<at::Tensor> tensors = {tensor};
-  impl_->live().allreduce(tensors)->wait();
+  guarded("an all-reduce", [&] { impl_->live().allreduce(tensors)->wait(); });
 }
 
 void ProcessGroup::broadcast_(torch::Tensor& tensor, int root) {
   std::vector<at::Tensor> tensors = {tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  impl_->live().broadcast(tensors, options)->wait();
+  guarded("a broadcast", [&] { impl_->live().broadcast(tensors, options)->wait(); });
 }
 
 void ProcessGroup::barrier() {
   if (!device_.is_cuda()) {
-    impl_->live().barrier()->wait();
+    guarded("a barrier", [&] { impl_->live().barrier()->wait(); });
     return;
   }
   // NCCL has no barrier of its own (c10d's guesses a device per rank): a one-element all-reduce

@@ -78,6 +78,10 @@ class ProcessGroup {
   void shutdown();
 
  private:
+  /// Runs a collective; a failure becomes an error naming this rank, the peer that went away (where it
+  /// can be told) and the store's address.
+  void guarded(const std::string& what, const std::function<void()>& collective);
+
   struct Impl;
   DistEnv env_;
   torch::Device device_;

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "torchprobe/blas.h"
 #include "torchprobe/device_spec.h"
+#include "torchprobe/io.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/ops/counts.h"
 
@@ -91,13 +94,70 @@ TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double mea
   return peak;
 }
 
+namespace {
+std::string g_peak_store;
+
+nlohmann::json read_store() {
+  if (g_peak_store.empty()) return nlohmann::json::object();
+  std::ifstream in(g_peak_store);
+  if (!in) return nlohmann::json::object();
+  try {
+    nlohmann::json doc = nlohmann::json::parse(in);
+    return doc.is_object() ? doc : nlohmann::json::object();
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json::object();  // a store cut short: measure again
+  }
+}
+
+Peak peak_from_json(const nlohmann::json& j) {
+  Peak p;
+  p.gflop_per_s = j.at("gflop_per_s").get<double>();
+  p.gemm_gflop_per_s = j.at("gemm_gflop_per_s").get<double>();
+  p.conv_gflop_per_s = j.at("conv_gflop_per_s").get<double>();
+  p.theoretical_gflop_per_s = j.at("theoretical_gflop_per_s").get<double>();
+  p.compute_source = j.at("compute_source").get<std::string>();
+  p.theoretical_basis = j.at("theoretical_basis").get<std::string>();
+  p.gb_per_s = j.at("gb_per_s").get<double>();
+  return p;
+}
+
+nlohmann::json peak_to_json(const Peak& p) {
+  return {{"gflop_per_s", p.gflop_per_s},           {"gemm_gflop_per_s", p.gemm_gflop_per_s},
+          {"conv_gflop_per_s", p.conv_gflop_per_s}, {"theoretical_gflop_per_s", p.theoretical_gflop_per_s},
+          {"compute_source", p.compute_source},     {"theoretical_basis", p.theoretical_basis},
+          {"gb_per_s", p.gb_per_s}};
+}
+
+Peak measure_peak(const torch::Device& device, DType dtype);
+}  // namespace
+
+void set_peak_store(const std::string& path) { g_peak_store = path; }
+
 Peak measured_peak(const torch::Device& device, DType dtype) {
   static std::mutex mutex;
   static std::map<std::string, Peak> cache;
   const std::string key = device_string(device) + "/" + dtype_name(dtype);
   std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  nlohmann::json store = read_store();
+  if (store.contains(key)) {
+    try {
+      return cache[key] = peak_from_json(store[key]);
+    } catch (const nlohmann::json::exception&) {
+      // not a peak: measure it
+    }
+  }
+  const Peak peak = measure_peak(device, dtype);
+  cache[key] = peak;
+  if (!g_peak_store.empty()) {
+    store[key] = peak_to_json(peak);
+    io::write_text_file(g_peak_store, store.dump());
+  }
+  return peak;
+}
 
+namespace {
+Peak measure_peak(const torch::Device& device, DType dtype) {
   torch::NoGradGuard no_grad;
   MathModeGuard math(dtype);
   Peak peak;
@@ -134,8 +194,8 @@ Peak measured_peak(const torch::Device& device, DType dtype) {
     auto a = torch::empty_like(b);
     peak.gb_per_s = best_rate(device, [&] { torch::add_out(a, b, c, /*alpha=*/3.0); }, 3.0 * static_cast<double>(array_bytes)) / 1e9;
   }
-  cache[key] = peak;
   return peak;
 }
+}  // namespace
 
 }  // namespace torchprobe::ops

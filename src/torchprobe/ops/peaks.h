@@ -36,7 +36,12 @@ struct Peak {
   std::string theoretical_basis;
   double gb_per_s = 0.0;                 ///< the memory roof: best STREAM triad a = b + s*c, 3 arrays >= 4x the LLC
 };
-/// Measured once per device and dtype per process (all threads), then cached.
+/// Measured once per device and dtype per process (all threads), then cached; with a store file set,
+/// once per run of several processes.
 Peak measured_peak(const torch::Device& device, DType dtype);
+/// Shares measured peaks between the processes of one run (torchprobe-bench --isolate): measured_peak
+/// reads a peak from this JSON file if an earlier process stored it there, and stores what it measures.
+/// The processes run one after the other.
+void set_peak_store(const std::string& path);
 
 }  // namespace torchprobe::ops

@@ -281,8 +281,14 @@ int CompareReport::count(Verdict verdict) const {
   return static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const Comparison& c) { return c.verdict == verdict; }));
 }
 
+std::string CompareReport::current_failure() const {
+  if (current_empty) return "the current file has no benchmarks";
+  if (!current_partial.empty()) return "the current run is partial: " + current_partial;
+  return "";
+}
+
 int CompareReport::exit_code(const CompareOptions& options) const {
-  if (current_empty) return 1;
+  if (!current_failure().empty()) return 1;
   return std::any_of(rows.begin(), rows.end(), [&](const Comparison& c) { return fails_gate(c.verdict, options); }) ? 1 : 0;
 }
 
@@ -293,6 +299,8 @@ CompareReport compare_results(const ResultSet& baseline, const ResultSet& curren
   std::map<std::string, bool> in_baseline;
   CompareReport report;
   report.current_empty = current.results.empty();
+  report.current_partial = current.partial_runs();
+  report.baseline_partial = baseline.partial_runs();
   double log_sum = 0.0;
   for (const auto& base : baseline.results) {
     in_baseline[base.name] = true;
@@ -305,6 +313,7 @@ CompareReport compare_results(const ResultSet& baseline, const ResultSet& curren
     if (cur == nullptr) {
       c.verdict = report.current_empty ? Verdict::kFailed : Verdict::kGone;
       if (report.current_empty) c.note = "the current file has no benchmarks at all";
+      if (!report.current_empty && !report.current_partial.empty()) c.note = "not reached: the current run is partial";
     } else if (!base.failed() && cur->failed()) {
       c.verdict = Verdict::kFailed;
       c.note = "ran in the baseline, fails now: " + cur->error;
@@ -339,7 +348,8 @@ std::string compare_summary(const CompareReport& report, const CompareOptions& o
   }
   const int code = report.exit_code(options);
   std::string line = fmt::format("{}: {}", code ? "FAIL" : "OK", counts);
-  if (report.current_empty) line += " (the current file has no benchmarks)";
+  if (!report.current_failure().empty()) line += " (" + report.current_failure() + ")";
+  if (!report.baseline_partial.empty()) line += " (note: the baseline is partial: " + report.baseline_partial + ")";
   line += fmt::format(" (threshold {}, alpha {}{}; exit {})", pct(options.threshold_pct), options.alpha,
                       options.fail_unconfirmed ? ", UNCONFIRMED fails" : "", code);
   return line;
@@ -382,12 +392,13 @@ std::string compare_junit(const CompareReport& report, const CompareOptions& opt
     }
     cases += "</testcase>\n";
   }
-  if (report.current_empty) {
+  const std::string run_failure = report.current_failure();
+  if (!run_failure.empty()) {
     ++failures;
-    cases += "    <testcase classname=\"torchprobe.compare\" name=\"current file\" time=\"0\">\n"
-             "      <failure type=\"FAILED\" message=\"the current file has no benchmarks\"/>\n    </testcase>\n";
+    cases += fmt::format("    <testcase classname=\"torchprobe.compare\" name=\"current file\" time=\"0\">\n"
+                         "      <failure type=\"FAILED\" message=\"{}\"/>\n    </testcase>\n", xml_escape(run_failure));
   }
-  const int tests = static_cast<int>(report.rows.size()) + (report.current_empty ? 1 : 0);
+  const int tests = static_cast<int>(report.rows.size()) + (run_failure.empty() ? 0 : 1);
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"torchprobe compare\" tests=\"{}\" failures=\"{}\" "
                      "skipped=\"{}\">\n  <testsuite name=\"torchprobe compare\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n"
                      "    <properties>\n      <property name=\"summary\" value=\"{}\"/>\n    </properties>\n{}  </testsuite>\n"
@@ -431,6 +442,8 @@ std::string compare_json(const CompareReport& report, const CompareOptions& opti
                     {"summary", compare_summary(report, options)},
                     {"counts", counts},
                     {"current_empty", report.current_empty},
+                    {"current_partial", report.current_partial},
+                    {"baseline_partial", report.baseline_partial},
                     {"paired", report.paired},
                     {"geomean_ratio", report.paired > 0 ? json(report.geomean_ratio) : json(nullptr)},
                     {"rows", rows}};

@@ -60,10 +60,16 @@ struct Comparison {
 struct CompareReport {
   std::vector<Comparison> rows;  ///< the baseline's benchmarks in its order, then the new ones
   bool current_empty = false;    ///< the current file has no benchmark at all
+  std::string current_partial;   ///< the current run's partial_runs(): it stopped before its end
+  std::string baseline_partial;  ///< the baseline's (a note only: it still gates what it has)
   double geomean_ratio = 1.0;    ///< geometric mean of current/baseline medians over the paired rows
   int paired = 0;
   int count(Verdict verdict) const;
-  /// 1 when a benchmark is SLOWER or FAILED (or UNCONFIRMED with fail_unconfirmed), else 0.
+  /// Why the current run as a whole fails the gate ("the current file has no benchmarks", "the current
+  /// run is partial: ..."), or "".
+  std::string current_failure() const;
+  /// 1 when a benchmark is SLOWER or FAILED (or UNCONFIRMED with fail_unconfirmed), or the current run
+  /// fails as a whole (empty or partial), else 0.
   int exit_code(const CompareOptions& options) const;
 };
 

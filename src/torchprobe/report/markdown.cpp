@@ -173,6 +173,12 @@ std::string context_line(const RunContext& c) {
 
 std::string to_markdown(const ResultSet& results, const std::vector<Chart>& charts, const ReportOptions& options) {
   std::string out = "# torchprobe report\n\n";
+  for (const auto& c : results.contexts) {
+    if (c.partial()) {
+      out += fmt::format("**Partial run:** `{}` is {}; the benchmarks it did not reach are missing below.\n\n", c.source,
+                         c.run_status);
+    }
+  }
   for (const auto& c : results.contexts) out += fmt::format("- `{}`: {}\n", c.source, context_line(c));
 
   Table devices;
@@ -228,6 +234,9 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
 
 std::string to_console_summary(const ResultSet& results, const ReportOptions& options) {
   std::string out;
+  for (const auto& c : results.contexts) {
+    if (c.partial()) out += fmt::format("PARTIAL RUN: {} is {}\n", c.source, c.run_status);
+  }
   const TrainView view = train_view(results);
   for (const auto& model : view.models()) {
     out += fmt::format("train_step/{}\n", model) + training_table(view, model).console() + "\n";

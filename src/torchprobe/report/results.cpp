@@ -92,6 +92,7 @@ RunContext parse_context(const json& doc, const std::string& source) {
   ctx.threads = string_or(c, "torch_threads");
   ctx.blas = string_or(c, "blas");
   ctx.data = string_or(c, "data");
+  ctx.run_status = string_or(c, "torchprobe_run");
   ctx.devices = devices_from_inventory(string_or(c, "inventory"), source);
   const std::string warnings = string_or(c, "trust_warnings");
   if (!warnings.empty()) {
@@ -117,6 +118,7 @@ struct Accumulator {
   std::map<std::string, double> aggregate_counters;
   int failed = 0;
   std::string failed_reason;
+  std::set<int> repetitions_seen;
 };
 
 // A field of one entry, checked for its type: InputError naming the file, the entry and the field.
@@ -214,6 +216,17 @@ void label_devices(ResultSet& set) {
 }
 
 }  // namespace
+
+std::string ResultSet::partial_runs() const {
+  std::string out;
+  for (const auto& c : contexts) {
+    if (!c.partial()) continue;
+    std::string why = c.run_status.substr(std::char_traits<char>::length("partial"));
+    if (why.rfind(": ", 0) == 0) why.erase(0, 2);
+    out += (out.empty() ? "" : "; ") + c.source + ": " + why;
+  }
+  return out;
+}
 
 double Result::counter(const std::string& name) const {
   const auto it = counters.find(name);
@@ -327,6 +340,14 @@ ResultSet parse_document(const std::string& json_text, const std::string& source
     const double real_time = number_field(entry, "real_time", at);
     const double to_ms = ms_per_unit(string_or(entry, "time_unit", "ns"), at);
     const std::string run_type = string_or(entry, "run_type", "iteration");
+    if (run_type == "iteration" && entry.contains("repetition_index")) {
+      // Two benchmarks registered under one name would merge their repetitions silently.
+      const int repetition = int_field(entry, "repetition_index", at);
+      if (!acc.repetitions_seen.insert(repetition).second) {
+        throw InputError(fmt::format("{}: repetition {} of '{}' appears twice: two benchmarks in this file share the name "
+                                     "(give them distinct names)", at, repetition, run_name.substr(0, 200)));
+      }
+    }
     if (run_type == "iteration") {
       acc.result.samples_ms.push_back(real_time * to_ms);
       for (const auto& [k, v] : entry.items()) {

@@ -23,6 +23,10 @@ struct RunContext {
   int num_cpus = 0;
   std::vector<DeviceInfo> devices;  ///< from the inventory; empty for plain gbench files
   std::vector<std::string> trust_warnings;  ///< what the run found on its host at start (torchprobe-bench's context)
+  /// torchprobe-bench's context.torchprobe_run: "complete (12 of 12 benchmarks)", or "partial: ..." for a
+  /// run that was interrupted, stopped or is still going; empty for other programs' files.
+  std::string run_status;
+  bool partial() const { return run_status.rfind("partial", 0) == 0; }
 };
 
 /// One benchmark (all its repetitions) on one device.
@@ -64,6 +68,9 @@ struct Result {
 struct ResultSet {
   std::vector<RunContext> contexts;
   std::vector<Result> results;  ///< in file order, then benchmark order
+  /// "FILE: interrupted by SIGINT after 5 of 12 benchmarks" for each partial input, joined
+  /// with "; "; empty when every input is a complete run.
+  std::string partial_runs() const;
 };
 
 /// Parses one Google Benchmark JSON document; `source` names it in errors (InputError).

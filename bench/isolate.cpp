@@ -17,20 +17,7 @@ namespace {
 
 constexpr size_t kTailBytes = 16 * 1024;
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+std::string json_string(const std::string& text) { return "\"" + json_escape(text) + "\""; }
 
 std::string trim(const std::string& text) {
   const size_t first = text.find_first_not_of(" \t\r\n");

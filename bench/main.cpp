@@ -144,14 +144,17 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     if (!flags.peak_store.empty()) ops::set_peak_store(flags.peak_store);
     bench::Progress::instance().set_silent(flags.isolated_child);
 
-    std::shared_ptr<const data::Dataset> train;
+    // Real data is read now (a bad file fails before any benchmark); synthetic data is made when a training
+    // benchmark first needs it.
+    bench::DatasetSource train;
     std::string data_label;
     if (flags.data_dir.empty()) {
-      train = std::make_shared<const data::Dataset>(data::make_synthetic(kSyntheticImages, /*seed=*/1));
+      train = bench::make_once([] { return data::make_synthetic(kSyntheticImages, /*seed=*/1); });
       data_label = fmt::format("synthetic data ({} images)", kSyntheticImages);
     } else {
-      train = std::make_shared<const data::Dataset>(data::load_cifar10(flags.data_dir, data::Split::kTrain));
-      data_label = fmt::format("CIFAR-10 {} ({} images)", flags.data_dir, train->size());
+      auto loaded = std::make_shared<const data::Dataset>(data::load_cifar10(flags.data_dir, data::Split::kTrain));
+      train = [loaded] { return loaded; };
+      data_label = fmt::format("CIFAR-10 {} ({} images)", flags.data_dir, loaded->size());
     }
     const auto names = bench::filter_names(bench::register_suites(options, train, data_label), args.filter);
     bench::Progress::instance().set_total(names, "");

@@ -8,6 +8,14 @@
 namespace torchprobe::bench {
 namespace {
 
+std::string count_text(size_t finished, size_t planned) {
+  const size_t n = planned > 0 ? planned : finished;
+  const char* noun = n == 1 ? "benchmark" : "benchmarks";
+  return planned > 0 ? fmt::format("{} of {} {}", finished, planned, noun) : fmt::format("{} {}", finished, noun);
+}
+
+}  // namespace
+
 std::string json_escape(const std::string& text) {
   std::string out;
   for (const char c : text) {
@@ -22,14 +30,6 @@ std::string json_escape(const std::string& text) {
   }
   return out;
 }
-
-std::string count_text(size_t finished, size_t planned) {
-  const size_t n = planned > 0 ? planned : finished;
-  const char* noun = n == 1 ? "benchmark" : "benchmarks";
-  return planned > 0 ? fmt::format("{} of {} {}", finished, planned, noun) : fmt::format("{} {}", finished, noun);
-}
-
-}  // namespace
 
 std::string run_status(size_t finished, size_t planned, const std::string& stopped_because, bool running) {
   if (running) return fmt::format("partial: still running, or killed, after {}", count_text(finished, planned));

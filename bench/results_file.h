@@ -64,6 +64,9 @@ class ResultsFile {
 /// "partial: interrupted by SIGINT after 5 of 12 benchmarks", "complete (12 of 12 benchmarks)", ...
 std::string run_status(size_t finished, size_t planned, const std::string& stopped_because, bool running);
 
+/// `text` as the inside of a JSON string: quotes, backslashes and control characters escaped.
+std::string json_escape(const std::string& text);
+
 }  // namespace torchprobe::bench
 
 namespace torchprobe::bench {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
 
 #include "progress.h"
 #include "torchprobe/device_spec.h"
@@ -120,7 +121,10 @@ void run_guarded(benchmark::State& state, const std::string& name, const std::fu
         const rlimit no_core{0, 0};
         setrlimit(RLIMIT_CORE, &no_core);  // a test's deliberate crash leaves no core file
         if (kind == "abort") std::abort();
-        if (kind == "segv") std::raise(SIGSEGV);
+        if (kind == "segv") {
+          std::signal(SIGSEGV, SIG_DFL);  // die by the signal itself, past any handler (ASan's reports and exits 1)
+          std::raise(SIGSEGV);
+        }
         throw std::runtime_error("injected fault (TORCHPROBE_TEST_FAULT=" + spec + ")");
       }
     }
@@ -138,8 +142,20 @@ void check_suites(const std::vector<std::string>& suites) {
   }
 }
 
+DatasetSource make_once(std::function<data::Dataset()> make) {
+  struct Once {
+    std::once_flag flag;
+    std::shared_ptr<const data::Dataset> dataset;
+  };
+  auto once = std::make_shared<Once>();
+  return [once, make = std::move(make)] {
+    std::call_once(once->flag, [&] { once->dataset = std::make_shared<const data::Dataset>(make()); });
+    return once->dataset;
+  };
+}
+
 std::vector<std::string> register_suites(const SuiteOptions& options,
-                                         std::shared_ptr<const data::Dataset> train_data,
+                                         DatasetSource train_data,
                                          const std::string& data_label) {
   check_suites(options.suites);
   std::vector<std::string> names;

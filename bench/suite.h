@@ -88,15 +88,21 @@ void run_guarded(benchmark::State& state, const std::string& name, const std::fu
 /// Validates suite names; throws InputError for unknown ones.
 void check_suites(const std::vector<std::string>& suites);
 
+/// Where the training steps' images come from: called by the first training benchmark that runs (a
+/// process that runs none, e.g. an isolated op benchmark, never makes them).
+using DatasetSource = std::function<std::shared_ptr<const data::Dataset>()>;
+/// A source that makes the dataset once, on first use, and then hands out that one.
+DatasetSource make_once(std::function<data::Dataset()> make);
+
 /// Registers the selected suites with Google Benchmark and returns the registered names.
 /// `train_data` feeds the training steps; `data_label` says where it came from.
 std::vector<std::string> register_suites(const SuiteOptions& options,
-                                         std::shared_ptr<const data::Dataset> train_data,
+                                         DatasetSource train_data,
                                          const std::string& data_label);
 
 /// Registration of each suite (called by register_suites).
 std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
-                                                   std::shared_ptr<const data::Dataset> train_data,
+                                                   DatasetSource train_data,
                                                    const std::string& data_label);
 std::vector<std::string> register_data_benchmarks();
 std::vector<std::string> register_op_benchmarks(const SuiteOptions& options);

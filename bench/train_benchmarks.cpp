@@ -130,7 +130,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
 }  // namespace
 
 std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
-                                                   std::shared_ptr<const data::Dataset> train_data,
+                                                   DatasetSource train_data,
                                                    const std::string& data_label) {
   std::vector<std::string> names;
   const auto plan = plan_train_benchmarks(options);
@@ -144,7 +144,7 @@ std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
       state.SetLabel(data_label);
       {
         nvtx::Range outer(*range);
-        run_guarded(state, name, [&] { run_train_step(state, config, train_data, steps_per_sample, profile); });
+        run_guarded(state, name, [&] { run_train_step(state, config, train_data(), steps_per_sample, profile); });
       }
       // After an OOM, hand cached blocks back so later configs start clean.
       if (config.device.is_cuda()) backend::release_cached_memory(config.device);

@@ -101,6 +101,21 @@ endif()
 message(STATUS "torchprobe: Gloo headers ${TORCHPROBE_GLOO_INCLUDE_DIR}, library ${TORCHPROBE_GLOO_LIBRARY}")
 
 find_package(nlohmann_json 3.9 REQUIRED)
+# RE2 for the error classifier (`torchprobe explain`): linear-time matching of whatever users paste (1 MB
+# lines, whole logs, binary); std::regex recurses per character and overflows the stack. Debian's
+# libre2-dev ships only re2.pc, no CMake package: found by its header and library. cmake/torchprobeConfig.cmake.in
+# repeats this for projects that link the installed (static) torchprobe::diagnostics.
+find_path(TORCHPROBE_RE2_INCLUDE_DIR re2/re2.h)
+find_library(TORCHPROBE_RE2_LIBRARY re2)
+if(NOT TORCHPROBE_RE2_INCLUDE_DIR OR NOT TORCHPROBE_RE2_LIBRARY)
+  message(FATAL_ERROR "torchprobe: RE2 not found (re2/re2.h: ${TORCHPROBE_RE2_INCLUDE_DIR}, libre2: "
+                      "${TORCHPROBE_RE2_LIBRARY}): apt-get install libre2-dev (Debian/Ubuntu), or put an RE2 "
+                      "install on CMAKE_PREFIX_PATH")
+endif()
+add_library(torchprobe::re2 UNKNOWN IMPORTED)
+set_target_properties(torchprobe::re2 PROPERTIES IMPORTED_LOCATION "${TORCHPROBE_RE2_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${TORCHPROBE_RE2_INCLUDE_DIR}")
+message(STATUS "torchprobe: RE2 ${TORCHPROBE_RE2_LIBRARY}")
 find_package(CLI11 REQUIRED)
 if(TORCHPROBE_BUILD_BENCH)
   find_package(benchmark REQUIRED)

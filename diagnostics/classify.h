@@ -1,6 +1,9 @@
 #pragma once
-// Classifies PyTorch / LibTorch device and memory error messages (1.13 and 2.x wordings, C++ or
-// Python, with or without backtraces) and explains them: which devices, which argument, the fix.
+// Classifies PyTorch / LibTorch device and memory error messages (the wordings of 0.3 to 2.x, C++ or
+// Python, pasted alone, in a traceback or in a whole log) and explains them: which devices, which
+// argument, the fix. Matching is linear in the input (RE2): any size, any bytes.
+#include <cstddef>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +19,8 @@ enum class ErrorKind {
   kMetaTensor,
   kOutOfMemoryGpu,
   kOutOfMemoryCpu,
+  kNotATensor,       ///< .cuda() / .to() on a Python list, tuple, dict, NumPy array or None: not a tensor
+  kStateDictPrefix,  ///< a checkpoint of a DataParallel/DDP model loaded into a plain one, or back ("module.")
   kUnknown
 };
 /// "device_mismatch", "cuda_unavailable", ... as in the JSON output.
@@ -23,7 +28,9 @@ std::string kind_name(ErrorKind kind);
 
 struct Diagnosis {
   ErrorKind kind = ErrorKind::kUnknown;
-  std::string message;               ///< the error line found in the text, without prefixes or backtrace
+  /// The error found in the text: the exception's line (the last `XxxError: ...`, LibTorch's what()), lines a
+  /// logger wrapped joined back, without log, exception and traceback prefixes; long ones shortened.
+  std::string message;
   std::vector<std::string> devices;  ///< devices the message names, in order ("cuda:0", "cpu", "cuda")
   std::optional<std::string> argument;  ///< the argument the message names (mat1, weight, self, ...)
   std::string op;                       ///< the op the message names, when it does (addmm, nll_loss_forward)
@@ -42,6 +49,23 @@ struct Diagnosis {
 /// Finds and classifies the error in `text`. Unrecognised text gives kind kUnknown.
 Diagnosis explain_error(const std::string& text);
 
+/// One distinct error in a log: its diagnosis, the line it first appears on (from 1), how often it appears.
+struct LogFinding {
+  Diagnosis diagnosis;
+  std::size_t line = 0;
+  std::size_t count = 0;
+};
+struct LogScan {
+  std::vector<LogFinding> findings;  ///< in the order they first appear; errors of known kinds only
+  std::size_t lines = 0;             ///< lines read
+};
+/// Reads a whole log (a training run's output, a CI log) line by line and classifies every error in it;
+/// the same message seen again counts as the same error. Memory stays bounded by the longest line.
+LogScan scan_log(std::istream& in);
+std::string log_scan_text(const LogScan& scan);
+/// A JSON list: per distinct error the fields of diagnosis_json plus "line" and "count".
+std::string log_scan_json(const LogScan& scan, int indent = 2);
+
 /// The first line of an exception's message without LibTorch's C++ backtrace (and without the
 /// dispatcher's list of every backend an op has).
 std::string raw_message(const std::exception& e);
@@ -50,6 +74,11 @@ std::string diagnosis_text(const Diagnosis& d);
 /// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}; for
 /// out-of-memory kinds also "confidence" and "allocator", and with numbers "memory": {requested_bytes, total_bytes,
 /// free_bytes, allocated_bytes, reserved_bytes, process_in_use_bytes (each null when absent), fragmentation}
+/// Text that is not valid UTF-8 is written with U+FFFD in its place: the output is always valid JSON.
 std::string diagnosis_json(const Diagnosis& d, int indent = 2);
+
+/// The patterns of the classifier and of the OOM parser that RE2 rejects, each with RE2's reason (empty when
+/// all compile): for the tests, since a rejected pattern would silently match nothing.
+std::vector<std::string> invalid_patterns();
 
 }  // namespace torchprobe::diagnostics

@@ -140,6 +140,7 @@ int run_memory_child(const ChildOptions& child) {
     return budget;
   };
   const ProbeReport report = run_memory_probe(torch::Device(torch::kCPU), options);
+  lift_address_space_cap();  // the report, and exit, need memory of their own
   emit({{"event", "report"}, {"report", nlohmann::json::parse(probe_to_json(report))}});
   return 0;
 }

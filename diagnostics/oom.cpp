@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <re2/re2.h>
+
 #include <cmath>
-#include <regex>
+#include <initializer_list>
+#include <memory>
+#include <vector>
 
 #include "torchprobe/units.h"
 
@@ -12,51 +16,97 @@ namespace {
 
 // Sizes as the allocators print them. MPS writes "GB"/"MB" for binary units (its format_size divides by
 // 1024^3), and NumPy "926. GiB": both read as binary units here.
-const char* const kSize = R"(([0-9]+(?:\.[0-9]*)?)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB))";
+constexpr const char* kSize = R"(([0-9]+(?:\.[0-9]*)?)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB))";
 
-std::optional<std::int64_t> size_in(const std::string& text) {
-  std::smatch match;
-  static const std::regex size(kSize);
-  if (!std::regex_search(text, match, size)) return std::nullopt;
-  std::string number = match[1].str(), unit = match[2].str();
+// RE2 (linear time, no recursion) reads the bytes as Latin-1, so any input is valid; people retype the
+// words in any case.
+RE2::Options pattern_options(bool any_case = true) {
+  RE2::Options options(RE2::Latin1);
+  options.set_case_sensitive(!any_case);
+  options.set_log_errors(false);
+  return options;
+}
+
+/// The phrases around a number, "{}" where its size is: the first that matches gives it.
+struct Phrases {
+  explicit Phrases(std::initializer_list<std::string> phrases) {
+    for (const auto& phrase : phrases) {
+      const auto at = phrase.find("{}");
+      const std::string pattern = phrase.substr(0, at) + "(" + kSize + ")" + phrase.substr(at + 2);
+      alternatives.push_back(std::make_unique<RE2>(pattern, pattern_options()));
+    }
+  }
+  std::vector<std::unique_ptr<RE2>> alternatives;
+};
+
+struct OomPatterns {
+  RE2 size{kSize, pattern_options(/*any_case=*/false)};  // units as written: "MB" and "Mb" differ
+  Phrases requested{"tried to allocate {}", "Unable to allocate {} for an array" /* NumPy */,
+                    "Failed to CUDA calloc {}" /* NCCL */};
+  // LibTorch 2.x: "GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is free. Including non-PyTorch memory,
+  // this process has 79.18 GiB memory in use. Of the allocated memory 78.2 GiB is allocated by PyTorch, and 403.83 MiB
+  // is reserved by PyTorch but unallocated." LibTorch 1.13: "(GPU 0; 15.78 GiB total capacity; 12.35 GiB already
+  // allocated; 1.19 GiB free; 13.10 GiB reserved in total by PyTorch)". 2.1 printed "capacty"; MPS gives its limit.
+  Phrases total{"total capac(?:i)?ty of {}", "max allowed: {}", "{} total capac(?:i)?ty"};
+  Phrases free{"of which {} is free", "{} free"};
+  Phrases process_in_use{"this process has {} memory in use"};
+  Phrases allocated{"{} is allocated by PyTorch", "{} already allocated"};
+  Phrases unallocated{"{} is reserved by PyTorch but unallocated"};
+  Phrases reserved{"{} reserved in total by PyTorch"};
+  std::vector<const RE2*> all() const {
+    std::vector<const RE2*> out{&size};
+    for (const Phrases* p : {&requested, &total, &free, &process_in_use, &allocated, &unallocated, &reserved}) {
+      for (const auto& re : p->alternatives) out.push_back(re.get());
+    }
+    return out;
+  }
+};
+
+const OomPatterns& patterns() {
+  static const OomPatterns compiled;
+  return compiled;
+}
+
+std::optional<std::int64_t> size_in(const re2::StringPiece& text) {
+  std::string number, unit;
+  if (!RE2::PartialMatch(text, patterns().size, &number, &unit)) return std::nullopt;
   if (number.back() == '.') number.pop_back();
   if (unit.size() == 2 && unit != "KB" && unit != "MB" && unit != "GB" && unit != "TB") return units::parse_bytes(number + unit);
   if (unit.size() == 2) unit = unit.substr(0, 1) + "iB";
   return units::parse_bytes(number + " " + unit);
 }
 
-std::optional<std::int64_t> find_size(const std::string& message, const std::string& pattern) {
-  std::smatch match;
-  if (!std::regex_search(message, match, std::regex(pattern, std::regex::icase))) return std::nullopt;
-  return size_in(match[1].str());
+std::optional<std::int64_t> find_size(const std::string& message, const Phrases& phrases) {
+  for (const auto& re : phrases.alternatives) {
+    re2::StringPiece size;
+    if (RE2::PartialMatch(message, *re, &size)) return size_in(size);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 OomFacts parse_oom(const std::string& message) {
-  const std::string size = std::string("(") + kSize + ")";
+  const OomPatterns& p = patterns();
   OomFacts facts;
-  facts.requested = find_size(message, "tried to allocate " + size);
-  if (!facts.requested) facts.requested = find_size(message, "Unable to allocate " + size + " for an array");  // NumPy
-  if (!facts.requested) facts.requested = find_size(message, "Failed to CUDA calloc " + size);              // NCCL
-  // LibTorch 2.x: "GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is free. Including non-PyTorch
-  // memory, this process has 79.18 GiB memory in use. Of the allocated memory 78.2 GiB is allocated by PyTorch,
-  // and 403.83 MiB is reserved by PyTorch but unallocated."
-  facts.total = find_size(message, "total capac(?:i)?ty of " + size);  // 2.1 printed "capacty"
-  if (!facts.total) facts.total = find_size(message, "max allowed: " + size);  // MPS: the allocator's limit
-  facts.free = find_size(message, "of which " + size + " is free");
-  facts.process_in_use = find_size(message, "this process has " + size + " memory in use");
-  facts.allocated = find_size(message, size + " is allocated by PyTorch");
-  if (const auto unallocated = find_size(message, size + " is reserved by PyTorch but unallocated")) {
+  facts.requested = find_size(message, p.requested);
+  facts.total = find_size(message, p.total);
+  facts.free = find_size(message, p.free);
+  facts.process_in_use = find_size(message, p.process_in_use);
+  facts.allocated = find_size(message, p.allocated);
+  if (const auto unallocated = find_size(message, p.unallocated)) {
     if (facts.allocated) facts.reserved = *facts.allocated + *unallocated;
   }
-  // LibTorch 1.13: "(GPU 0; 15.78 GiB total capacity; 12.35 GiB already allocated; 1.19 GiB free; 13.10 GiB
-  // reserved in total by PyTorch)"
-  if (!facts.total) facts.total = find_size(message, size + " total capac(?:i)?ty");
-  if (!facts.allocated) facts.allocated = find_size(message, size + " already allocated");
-  if (!facts.free) facts.free = find_size(message, size + " free");
-  if (!facts.reserved) facts.reserved = find_size(message, size + " reserved in total by PyTorch");
+  if (!facts.reserved) facts.reserved = find_size(message, p.reserved);
   return facts;
+}
+
+std::vector<std::string> oom_pattern_errors() {
+  std::vector<std::string> errors;
+  for (const RE2* re : patterns().all()) {
+    if (!re->ok()) errors.push_back(re->pattern() + ": " + re->error());
+  }
+  return errors;
 }
 
 bool looks_fragmented(const OomFacts& facts) {

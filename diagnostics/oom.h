@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace torchprobe::diagnostics {
 
@@ -21,7 +22,6 @@ struct OomFacts {
 /// Reads the numbers out of an OOM message; absent ones stay empty. Sizes like "20.00 MiB".
 OomFacts parse_oom(const std::string& message);
 
-
 /// The plain-words reading of the numbers, e.g. "asked for 2.00 GiB; 1.19 GiB free of 15.78 GiB;
 /// tensors hold 12.35 GiB, the allocator 13.10 GiB (0.75 GiB cached but unused) -> ...", ending
 /// in a verdict: fragmentation (cached-but-unused >= the request: PYTORCH_CUDA_ALLOC_CONF
@@ -30,5 +30,8 @@ std::string explain_oom_facts(const OomFacts& facts, bool gpu);
 
 /// True when the cached-but-unallocated bytes alone would have covered the request.
 bool looks_fragmented(const OomFacts& facts);
+
+/// The parser's patterns that RE2 rejects, each with RE2's reason (empty when all compile): for the tests.
+std::vector<std::string> oom_pattern_errors();
 
 }  // namespace torchprobe::diagnostics

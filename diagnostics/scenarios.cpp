@@ -119,6 +119,43 @@ std::vector<Scenario> make_scenarios() {
                     r.raw = error_of([&] { torch::nn::functional::cross_entropy(logits, targets); });
                     r.expected = ErrorKind::kDeviceMismatch;
                   }});
+  list.push_back({"loss_weights_on_cpu", "a loss built with class weights, left on the CPU while the model runs on the GPU", 1,
+                  [](const torch::Device& gpu, ScenarioResult& r) {
+                    auto model = models::make_model("net");
+                    model->to(gpu);
+                    const auto logits = model->forward(images(4, gpu));
+                    const auto targets = torch::randint(10, {4}, torch::TensorOptions().dtype(torch::kInt64).device(gpu));
+                    // The weights are a buffer of the loss module: model->to(gpu) does not move them, loss_fn->to(gpu) does.
+                    torch::nn::CrossEntropyLoss loss_fn(torch::nn::CrossEntropyLossOptions().weight(torch::rand({10})));
+                    r.culprit = "the loss's class weights: " + audit_devices(*loss_fn, {logits, targets}, gpu).text();
+                    r.raw = error_of([&] { loss_fn(logits, targets); });
+                    r.expected = ErrorKind::kDeviceMismatch;
+                    loss_fn->to(gpu);
+                    r.note = error_of([&] { loss_fn(logits, targets); }).empty() ? "fixed by loss_fn->to(device): the loss ran"
+                                                                                 : "loss_fn->to(device) did not fix it";
+                  }});
+  list.push_back({"model_split_across_devices",
+                  "a model split across two devices (model parallelism) whose activations are not moved at the boundary", 1,
+                  [](const torch::Device& gpu, ScenarioResult& r) {
+                    // Two GPUs: the second half on the other one; one GPU: on the CPU, as a model too large for it is split.
+                    const torch::Device other = backend::cuda_device_count() > 1
+                                                    ? torch::Device(torch::kCUDA, gpu.index() == 0 ? 1 : 0)
+                                                    : torch::Device(torch::kCPU);
+                    torch::nn::Sequential first(torch::nn::Flatten(), torch::nn::Linear(3 * 32 * 32, 120), torch::nn::ReLU());
+                    torch::nn::Sequential second(torch::nn::Linear(120, 84), torch::nn::ReLU(), torch::nn::Linear(84, 10));
+                    first->to(gpu);
+                    second->to(other);
+                    const auto boundary = first->forward(images(4, gpu));
+                    r.culprit = fmt::format("the boundary between the halves: the first half's output is on {}, the second half's "
+                                            "first layer (second.0, Linear(120, 84)) on {}; ",
+                                            device_string(boundary.device()), device_string(other)) +
+                                audit_devices(*second, {boundary}, other).text();
+                    r.raw = error_of([&] { second->forward(boundary); });
+                    r.expected = ErrorKind::kDeviceMismatch;
+                    r.note = error_of([&] { second->forward(boundary.to(other)); }).empty()
+                                 ? "fixed by moving the activations at the boundary: second->forward(h.to(other_device)) ran"
+                                 : "moving the activations did not fix it";
+                  }});
   list.push_back({"tensor_made_in_forward", "a tensor created inside forward() on the CPU", 1, [](const torch::Device& gpu, ScenarioResult& r) {
                     Scale model;
                     model->to(gpu);

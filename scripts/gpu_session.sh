@@ -44,6 +44,13 @@ step diagnose_memory json_then_text "$out/diagnose_memory.json" "$tp" diagnose m
 # The quick suite: training steps (net, resnet18 at batch 4 and 64), data, the core op set.
 step quick "$bench" --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 \
   --benchmark_min_time=0.2 --benchmark_out="$out/quick.json" --benchmark_out_format=json
+# The cost of --isolate on the GPUs (a child process, and a CUDA context, per benchmark): the same
+# training benchmarks in one process and isolated; the steps' wall times in steps.txt give the cost per
+# benchmark (on the 2-vCPU CPU host: ~0.55 s), which decides whether --isolate becomes the GPU default.
+step isolate_off "$bench" --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --models net --batch-sizes 4,64 \
+  --benchmark_out="$out/isolate_off.json" --benchmark_out_format=json
+step isolate_on "$bench" --isolate --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --models net --batch-sizes 4,64 \
+  --benchmark_out="$out/isolate_on.json" --benchmark_out_format=json
 # Training-step variants: every precision x layout x cuDNN autotuning x CUDA graph on the GPUs,
 # at the launch-bound batch 4 (graph target: >= 3x eager for net) and batch 256 (bf16 + channels_last vs fp32).
 step variants "$bench" --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --batch-sizes 4,256 --variants full \

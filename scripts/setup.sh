@@ -3,10 +3,13 @@
 #   debian  Debian's LibTorch 1.13 (CPU only), installed with apt-get; build tree build/
 #   cuda    LibTorch from the PyTorch wheel on PyPI (CUDA-enabled, pinned below), installed into a
 #           virtual environment inside the build tree; needs a CUDA toolkit (nvcc); build tree build-cuda/
+#   asan    the debian flavour built by clang with AddressSanitizer + UndefinedBehaviorSanitizer, plus the
+#           libFuzzer targets (tests/fuzz); build tree build-asan/ (scripts/test.sh only: its timings mean nothing)
 # Usage: source scripts/setup.sh; torchprobe_setup FLAVOUR   (sets TORCHPROBE_BUILD_DIR)
 #   TORCHPROBE_SKIP_APT=1  never call apt-get (only check)
 #   CMAKE_PREFIX_PATH      debian flavour only: use another LibTorch (official archive, pip) instead
 #   CUDA_HOME              CUDA toolkit for the cuda flavour (default /usr/local/cuda)
+#   TORCHPROBE_FUZZ_SECONDS  asan flavour: how long each fuzz.* test runs (default 60)
 #   TORCHPROBE_DEBIAN_NVTX=OFF  build the debian flavour without NVTX ranges (CI does, so both
 #                          configurations are built and tested; default ON where NVTX3 headers exist)
 
@@ -14,7 +17,7 @@ TORCHPROBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The PyTorch wheel of the cuda flavour: the version the project's reference GPU host runs.
 TORCHPROBE_TORCH_PIP_VERSION="${TORCHPROBE_TORCH_PIP_VERSION:-2.11.0}"
 TORCHPROBE_DEBS=(cmake ninja-build g++ libbenchmark-dev libgtest-dev
-                 libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev)
+                 libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev libre2-dev)
 # Debian's LibTorch calls whatever libblas.so.3 is selected. OpenBLAS's OpenMP build runs in the OpenMP
 # pool LibTorch uses; its pthreads build keeps a second pool that spins beside it (torchprobe pins that
 # one to a single thread). Both are installed, so the tests cover both; the OpenMP build is selected.
@@ -29,8 +32,9 @@ torchprobe_nvcc() {
 }
 
 # Prints the flavours to build for a request, one per line: auto (debian, and cuda where a CUDA
-# toolkit is found; otherwise one line on stderr says why not), all (both; a missing toolkit is an
-# error), debian, cuda. Exit 2 for an unknown request or a cuda flavour without a toolkit.
+# toolkit is found; otherwise one line on stderr says why not), all (debian, cuda and asan; a missing
+# toolkit is an error), debian, cuda, asan. Exit 2 for an unknown request or a cuda flavour without a
+# toolkit.
 torchprobe_flavours() {
   local request="$1" toolkit="${CUDA_HOME:-/usr/local/cuda}"
   case "$request" in
@@ -49,9 +53,10 @@ torchprobe_flavours() {
       fi
       [[ "$request" == all ]] && echo debian
       echo cuda
+      [[ "$request" == all ]] && echo asan
       ;;
-    debian) echo debian ;;
-    *) tp_log "error: unknown flavour '$request' (auto, all, debian or cuda)"; return 2 ;;
+    debian|asan) echo "$request" ;;
+    *) tp_log "error: unknown flavour '$request' (auto, all, debian, cuda or asan)"; return 2 ;;
   esac
 }
 
@@ -120,6 +125,7 @@ torchprobe_build() {
   if [[ -f "$stamp" && "$(cat "$stamp")" != "$*" ]]; then rm -f "$TORCHPROBE_BUILD_DIR/CMakeCache.txt"; fi
   if [[ ! -f "$TORCHPROBE_BUILD_DIR/CMakeCache.txt" ]]; then
     tp_log "configuring $TORCHPROBE_BUILD_DIR (Release)"
+    # Arguments after these (a flavour's) override them: the last -D of a variable wins.
     cmake -S "$TORCHPROBE_ROOT" -B "$TORCHPROBE_BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DTORCHPROBE_ENABLE_WARNINGS_AS_ERRORS=ON "$@" >/dev/null
     mkdir -p "$TORCHPROBE_BUILD_DIR" && echo "$*" > "$stamp"
@@ -158,8 +164,18 @@ torchprobe_setup() {
       prefix="$(torchprobe_pip_libtorch)"
       torchprobe_build -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda_home"
       ;;
+    asan)
+      # -O1 -g1: fast enough to run the whole suite, with file:line in every report.
+      TORCHPROBE_BUILD_DIR="${TORCHPROBE_ASAN_BUILD_DIR:-$TORCHPROBE_ROOT/build-asan}"
+      torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" "${TORCHPROBE_BLAS_DEBS[@]}" libtorch-dev clang \
+        libclang-rt-14-dev llvm
+      torchprobe_select_openmp_blas
+      torchprobe_build -DTORCHPROBE_ENABLE_NVTX=ON -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+        -DTORCHPROBE_SANITIZE=ON -DTORCHPROBE_ENABLE_FUZZ=ON -DTORCHPROBE_FUZZ_SECONDS="${TORCHPROBE_FUZZ_SECONDS:-60}"
+      ;;
     *)
-      tp_log "error: unknown flavour '$flavour' (debian or cuda)"
+      tp_log "error: unknown flavour '$flavour' (debian, cuda or asan)"
       exit 2
       ;;
   esac

@@ -3,10 +3,12 @@
 #   debian  Debian's LibTorch 1.13, CPU only (build/)
 #   cuda    the CUDA-enabled LibTorch of the pinned PyTorch wheel (build-cuda/): compiles every
 #           CUDA code path and runs the CPU tests against it; gpu tests run where a GPU exists
-# Usage: scripts/test.sh [--flavour auto|all|debian|cuda] [--list-flavours] [ctest arguments...]
+#   asan    the debian flavour under AddressSanitizer + UBSan (clang), plus 60 s of each libFuzzer
+#           target (build-asan/); tests/sanitizers/ holds the options and the justified suppressions
+# Usage: scripts/test.sh [--flavour auto|all|debian|cuda|asan] [--list-flavours] [ctest arguments...]
 #   auto (default; also TORCHPROBE_FLAVOUR): every flavour this host can build: debian, and cuda
 #        where a CUDA toolkit is found (CUDA_HOME, default /usr/local/cuda); otherwise one line says
-#        why cuda is skipped. all: both, and a missing toolkit is an error (CI uses this).
+#        why cuda is skipped. all: debian, cuda and asan; a missing toolkit is an error (CI uses this).
 #   --list-flavours: print the flavours that would run (and why one is skipped), build nothing.
 #   e.g.  scripts/test.sh --flavour cuda -L gpu
 set -euo pipefail
@@ -16,7 +18,7 @@ flavour="${TORCHPROBE_FLAVOUR:-auto}"
 list_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --flavour) flavour="${2:?--flavour needs auto, all, debian or cuda}"; shift 2 ;;
+    --flavour) flavour="${2:?--flavour needs auto, all, debian, cuda or asan}"; shift 2 ;;
     --list-flavours) list_only=1; shift ;;
     *) break ;;
   esac

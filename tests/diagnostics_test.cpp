@@ -2,6 +2,9 @@
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "diagnostics/audit.h"
 #include "diagnostics/classify.h"
@@ -48,10 +51,10 @@ const std::vector<Case> kCases = {
     {"RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you "
      "are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
      "storages to the CPU.",
-     ErrorKind::kCudaUnavailable, {"cpu"}, "", ""},
+     ErrorKind::kCudaUnavailable, {"cuda", "cpu"}, "", ""},
     {"RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
      "driver from http://www.nvidia.com/Download/index.aspx",
-     ErrorKind::kCudaUnavailable, {"cuda"}, "", ""},
+     ErrorKind::kCudaUnavailable, {}, "", ""},  // "an NVIDIA GPU" is hardware to install, not where a tensor is
     {"RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some "
      "other API call, so the stacktrace below might be incorrect.",
      ErrorKind::kInvalidDevice, {}, "", ""},
@@ -79,6 +82,12 @@ const std::vector<Case> kCases = {
      "operator doesn't exist for this backend, or was omitted during the selective/custom build process (if using "
      "custom build). 'aten::empty.memory_format' is only available for these backends: [CPU, Meta, QuantizedCPU].",
      ErrorKind::kCudaUnavailable, {"cuda"}, "", ""},
+    // c10d and PT2 wordings, as users quote them.
+    {"RuntimeError: Tensors must be CUDA and dense", ErrorKind::kDeviceMismatch, {}, "", ""},
+    {"RuntimeError: No backend type associated with device type cpu", ErrorKind::kDeviceMismatch, {"cpu"}, "", ""},
+    {"RuntimeError: Tensor on device cpu is not on the expected device cuda:0!", ErrorKind::kDeviceMismatch,
+     {"cpu", "cuda:0"}, "", ""},
+    {"RuntimeError: Tensor on device meta is not on the expected device cpu!", ErrorKind::kMetaTensor, {"meta", "cpu"}, "", ""},
     {"ValueError: too many values to unpack (expected 2)", ErrorKind::kUnknown, {}, "", ""},
 };
 
@@ -140,6 +149,244 @@ TEST(Explain, JsonHasTheDocumentedFields) {
   EXPECT_TRUE(unknown.at("argument").is_null());
 }
 
+TEST(Explain, EveryPatternCompiles) {
+  // RE2 makes a pattern it rejects match nothing: a typo would silently switch a rule off.
+  EXPECT_EQ(invalid_patterns(), std::vector<std::string>{});
+}
+
+TEST(Explain, ABatchThatIsAPythonContainerIsNotATensor) {
+  for (const std::string type : {"list", "tuple", "dict", "numpy.ndarray", "str"}) {
+    for (const std::string method : {"cuda", "to"}) {
+      const Diagnosis d = explain_error(
+          "Traceback (most recent call last):\n  File \"train.py\", line 83, in train\n    label = label." + method +
+          "(device)\nAttributeError: '" + type + "' object has no attribute '" + method + "'");
+      EXPECT_EQ(kind_name(d.kind), "not_a_tensor") << type << "." << method;
+      EXPECT_EQ(d.message, "'" + type + "' object has no attribute '" + method + "'");
+      EXPECT_TRUE(d.devices.empty()) << "'cuda' here is a method, not a device";
+    }
+  }
+  const Diagnosis list = explain_error("AttributeError: 'list' object has no attribute 'cuda'");
+  EXPECT_NE(list.explanation.find("not a tensor"), std::string::npos) << list.explanation;
+  EXPECT_NE(list.explanation.find("stack them into one tensor first"), std::string::npos) << list.explanation;
+  EXPECT_NE(list.fix_python.find("for images, labels in loader:"), std::string::npos);
+  EXPECT_NE(list.fix_python.find("torch.stack(tensors).to(device)"), std::string::npos);
+  EXPECT_NE(list.fix_cpp.find("batch.data.to(device)"), std::string::npos);
+  EXPECT_NE(list.fix_cpp.find("torch::stack(tensors).to(device)"), std::string::npos);
+  // A module has no attribute `cuda` in a PyTorch without CUDA: not this.
+  EXPECT_EQ(kind_name(explain_error("AttributeError: module 'torch' has no attribute 'cuda'").kind), "unknown");
+}
+
+TEST(Explain, ACheckpointOfADataParallelModelHasTheModulePrefix) {
+  const Diagnosis stripped = explain_error(
+      "RuntimeError: Error(s) in loading state_dict for ResNet:\n\tMissing key(s) in state_dict: \"conv1.weight\", "
+      "\"bn1.weight\".\n\tUnexpected key(s) in state_dict: \"module.conv1.weight\", \"module.bn1.weight\".");
+  EXPECT_EQ(kind_name(stripped.kind), "state_dict_prefix");
+  EXPECT_EQ(stripped.message.rfind("Error(s) in loading state_dict for ResNet:", 0), 0u) << stripped.message;
+  EXPECT_NE(stripped.explanation.find("the checkpoint has the prefix"), std::string::npos) << stripped.explanation;
+  EXPECT_NE(stripped.fix_python.find("k.startswith('module.')"), std::string::npos);
+  EXPECT_NE(stripped.fix_cpp.find("name.rfind(\"module.\", 0) == 0"), std::string::npos);
+  // The other way round: a plain checkpoint into a wrapped model.
+  const Diagnosis added = explain_error(
+      "RuntimeError: Error(s) in loading state_dict for DataParallel:\n\tMissing key(s) in state_dict: "
+      "\"module.conv1.weight\".\n\tUnexpected key(s) in state_dict: \"conv1.weight\".");
+  EXPECT_EQ(kind_name(added.kind), "state_dict_prefix");
+  EXPECT_NE(added.explanation.find("the model is wrapped"), std::string::npos) << added.explanation;
+  // Keys that differ otherwise are another architecture.
+  EXPECT_EQ(kind_name(explain_error("Missing key(s) in state_dict: \"fc.weight\". Unexpected key(s) in state_dict: "
+                                    "\"head.weight\".")
+                          .kind),
+            "unknown");
+}
+
+TEST(Explain, DataParallelWithTheModelOnTheCpuNamesBothDevices) {
+  const Diagnosis d = explain_error(
+      "RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of "
+      "them on device: cpu");
+  EXPECT_EQ(kind_name(d.kind), "device_mismatch");
+  EXPECT_EQ(d.devices, (std::vector<std::string>{"cuda:0", "cpu"}));
+  EXPECT_NE(d.explanation.find("DataParallel"), std::string::npos) << d.explanation;
+  EXPECT_NE(d.fix_python.find("model = model.to('cuda:0')"), std::string::npos) << d.fix_python;
+}
+
+TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
+  const std::string traceback =
+      "Traceback (most recent call last):\n"
+      "  File \"demo.py\", line 54, in <module>\n"
+      "    hand_verts, j3d_recon = mano(pose0, shape.float())\n"
+      "  File \"manopth/manolayer.py\", line 188, in forward\n"
+      "    self.th_posedirs, th_pose_map.transpose(0, 1)).permute(2, 0, 1)\n"
+      "  File \"torch/nn/modules/linear.py\", line 125, in forward\n"
+      "    return F.linear(input, self.weight, self.bias)\n"
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+      "RuntimeError: Expected object of backend CPU but got backend CUDA for argument #2 'mat2'\n";
+  const Diagnosis d = explain_error(traceback);
+  EXPECT_EQ(d.message, "Expected object of backend CPU but got backend CUDA for argument #2 'mat2'");
+  EXPECT_EQ(d.devices, (std::vector<std::string>{"cpu", "cuda"}));
+  EXPECT_EQ(d.argument.value_or(""), "mat2");
+  // Unknown errors too: the exception's line, not the first line of source shown.
+  const Diagnosis shape = explain_error(
+      "  File \"model.py\", line 3, in forward\n    return F.linear(input, self.weight, self.bias)\n"
+      "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+  EXPECT_EQ(kind_name(shape.kind), "unknown");
+  EXPECT_EQ(shape.message, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+  // A `raise` statement that quotes the message is source, too; LibTorch's what() is the message.
+  EXPECT_EQ(explain_error("    raise AssertionError(\"Torch not compiled with CUDA enabled\")\n"
+                          "AssertionError: Torch not compiled with CUDA enabled")
+                .message,
+            "Torch not compiled with CUDA enabled");
+  EXPECT_EQ(explain_error("terminate called after throwing an instance of 'c10::Error'\n  what():  No CUDA GPUs are "
+                          "available\nException raised from device_count_ensure_non_zero at c10/cuda/CUDAFunctions.cpp:120")
+                .message,
+            "No CUDA GPUs are available");
+}
+
+TEST(Explain, MessagesALoggerWrappedStillClassify) {
+  // sdnext's logger: the continuation indented under the message.
+  const Diagnosis logged = explain_error(
+      "14:10:16-737529 ERROR    Exception: Expected all tensors to be on the same device, but found at least two devices, cpu\n"
+      "                         and cuda:0! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)");
+  EXPECT_EQ(kind_name(logged.kind), "device_mismatch");
+  EXPECT_EQ(logged.devices, (std::vector<std::string>{"cpu", "cuda:0"}));
+  EXPECT_EQ(logged.argument.value_or(""), "mat1");
+  EXPECT_EQ(logged.op, "addmm");
+  // rich's traceback wraps at the terminal's width, leaving a blank at each line's end.
+  const Diagnosis wrapped = explain_error(
+      "RuntimeError: Input type (torch.FloatTensor) and weight type \n(torch.cuda.FloatTensor) should be the same or "
+      "input should be a MKLDNN tensor \nand weight is a dense tensor");
+  EXPECT_EQ(kind_name(wrapped.kind), "device_mismatch");
+  EXPECT_EQ(wrapped.devices, (std::vector<std::string>{"cpu", "cuda"}));
+  // A log's next line is not a wrapped one: after a finished sentence, or a logger's "name: " record.
+  EXPECT_EQ(explain_error("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+                          "cuda:1 and cpu!\nepoch 2 loss 2.10\n")
+                .message,
+            "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu!");
+  EXPECT_EQ(explain_error("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+                          "cuda:1 and cpu\nwandb: waiting for the run to finish\n")
+                .devices,
+            (std::vector<std::string>{"cuda:1", "cpu"}));
+  // The exception's type alone on its line, the message on the next lines.
+  EXPECT_EQ(kind_name(explain_error("AssertionError:\nFound no NVIDIA driver on your system. Please check that you\n"
+                                    "have an NVIDIA GPU and installed a driver")
+                          .kind),
+            "cuda_unavailable");
+}
+
+TEST(Explain, ExplanationsSpeakOfTheSituationAndBothFixesAreComplete) {
+  for (const auto& c : kCases) {
+    const Diagnosis d = explain_error(c.text);
+    EXPECT_EQ(d.explanation.find("torchprobe::"), std::string::npos) << "our C++ API belongs in the fix: " << d.explanation;
+  }
+  const Diagnosis ordinal = explain_error("RuntimeError: CUDA error: invalid device ordinal");
+  EXPECT_NE(ordinal.explanation.find("use an index below the device count"), std::string::npos) << ordinal.explanation;
+  EXPECT_NE(ordinal.fix_python.find("torch.cuda.device_count()"), std::string::npos);
+  EXPECT_NE(ordinal.fix_cpp.find("torch::cuda::device_count()"), std::string::npos);
+  const Diagnosis indices = explain_error("RuntimeError: indices should be either on cpu or on the same device as the "
+                                          "indexed tensor (cpu)");
+  EXPECT_EQ(kind_name(indices.kind), "device_mismatch");
+  EXPECT_NE(indices.explanation.find("move the indices to the indexed tensor's device"), std::string::npos)
+      << indices.explanation;
+  EXPECT_NE(indices.fix_python.find("x[idx.to(x.device)]"), std::string::npos);
+  EXPECT_NE(indices.fix_cpp.find("idx.to(x.device())"), std::string::npos);
+}
+
+// A line of `size` bytes: an error, then an args=(...) dump as long logs have after it.
+std::string long_line(std::size_t size) {
+  std::string line = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+                     "cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm) args=(";
+  while (line.size() < size) line += "tensor([[0.1, 0.2], [0.3, 0.4]], device='cuda:0'), ";
+  return line + ")";
+}
+
+TEST(ExplainRobustness, AOneMegabyteLineClassifiesAndItsMessageIsShortened) {
+  const Diagnosis d = explain_error(long_line(std::size_t{1} << 20));
+  EXPECT_EQ(kind_name(d.kind), "device_mismatch");
+  EXPECT_EQ(d.devices.front(), "cuda:0");
+  EXPECT_EQ(d.argument.value_or(""), "mat1");
+  EXPECT_LT(d.message.size(), 4096u);
+  EXPECT_NE(d.message.find("more bytes]"), std::string::npos);
+  // One 1 MB line without any error word, and one of a single repeated character.
+  EXPECT_EQ(kind_name(explain_error(std::string(std::size_t{1} << 20, '(')).kind), "unknown");
+  EXPECT_EQ(kind_name(explain_error(std::string(std::size_t{1} << 20, 'a') + " CUDA out of memory").kind),
+            "out_of_memory_gpu");
+}
+
+TEST(ExplainRobustness, AFiftyMegabyteLogIsReadToItsEnd) {
+  std::string log;
+  log.reserve(std::size_t{51} << 20);
+  const std::string step = "2024-05-01 12:00:00,000 INFO train.py:88] epoch 3 step 1200 loss 0.4312 lr 1.0e-04\n";
+  while (log.size() < (std::size_t{50} << 20)) log += step;
+  log += "Traceback (most recent call last):\n  File \"train.py\", line 90, in <module>\n    loss.backward()\n"
+         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB "
+         "of which 1.06 GiB is free.\n";
+  const Diagnosis d = explain_error(log);
+  EXPECT_EQ(kind_name(d.kind), "out_of_memory_gpu");
+  EXPECT_EQ(d.memory.requested, std::int64_t{2} << 30);
+  std::istringstream in(log);
+  const LogScan scan = scan_log(in);
+  ASSERT_EQ(scan.findings.size(), 1u);
+  EXPECT_EQ(scan.findings[0].line, scan.lines);
+  EXPECT_EQ(kind_name(scan.findings[0].diagnosis.kind), "out_of_memory_gpu");
+}
+
+TEST(ExplainRobustness, BinaryInputInvalidUtf8AndNulBytesGiveValidJson) {
+  std::string binary;
+  for (int i = 0; i < 1 << 16; ++i) binary += static_cast<char>((i * 7919) & 0xFF);
+  const std::string invalid = std::string("RuntimeError: Expected all tensors to be on the same device, but found at "
+                                          "least two devices, cuda:0 and cpu! \xff\xfe\xc3\x28 ") +
+                              std::string("\0\0\x80", 3) + "\n" + binary;
+  for (const std::string& text : {binary, invalid, std::string(1000, '\0'), std::string("\xe2\x82", 2)}) {
+    const Diagnosis d = explain_error(text);
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(diagnosis_json(d)));
+    EXPECT_TRUE(j.at("message").is_string());
+    std::istringstream in(text);
+    nlohmann::json scanned;
+    ASSERT_NO_THROW(scanned = nlohmann::json::parse(log_scan_json(scan_log(in))));
+    EXPECT_TRUE(scanned.is_array() || scanned.is_object());
+  }
+  const Diagnosis d = explain_error(invalid);
+  EXPECT_EQ(kind_name(d.kind), "device_mismatch");
+  const auto j = nlohmann::json::parse(diagnosis_json(d));
+  EXPECT_NE(j.at("message").get<std::string>().find("\xef\xbf\xbd"), std::string::npos) << "invalid bytes become U+FFFD";
+}
+
+TEST(ExplainLog, ListsEachDistinctErrorWithItsFirstLineAndCount) {
+  std::istringstream log(
+      "epoch 1 step 10 loss 2.30\n"
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank1]:   File \"train.py\", line 42, in <module>\n"
+      "[rank1]:     out = model(x)\n"
+      "[rank1]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 "
+      "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)\n"
+      "[rank0]: RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)\n"
+      "[rank1]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 "
+      "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)\n"
+      "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n"
+      "AttributeError: 'list' object has no attribute 'cuda'\n");
+  const LogScan scan = scan_log(log);
+  EXPECT_EQ(scan.lines, 9u);
+  ASSERT_EQ(scan.findings.size(), 3u) << log_scan_text(scan);
+  EXPECT_EQ(kind_name(scan.findings[0].diagnosis.kind), "device_mismatch");
+  EXPECT_EQ(scan.findings[0].line, 5u);
+  EXPECT_EQ(scan.findings[0].count, 2u);
+  EXPECT_EQ(scan.findings[0].diagnosis.devices, (std::vector<std::string>{"cuda:1", "cpu"}));
+  EXPECT_EQ(kind_name(scan.findings[1].diagnosis.kind), "out_of_memory_gpu");
+  EXPECT_EQ(scan.findings[1].line, 6u);
+  EXPECT_EQ(scan.findings[1].count, 1u);
+  EXPECT_EQ(kind_name(scan.findings[2].diagnosis.kind), "not_a_tensor");
+  EXPECT_EQ(scan.findings[2].line, 9u);
+  const std::string text = log_scan_text(scan);
+  EXPECT_NE(text.find("3 distinct errors in 9 lines"), std::string::npos) << text;
+  EXPECT_NE(text.find("line 5, 2 times:"), std::string::npos) << text;
+  const auto j = nlohmann::json::parse(log_scan_json(scan));
+  ASSERT_TRUE(j.is_array());
+  EXPECT_EQ(j[0].at("line"), 5);
+  EXPECT_EQ(j[0].at("count"), 2);
+  EXPECT_EQ(j[1].at("kind"), "out_of_memory_gpu");
+  std::istringstream quiet("epoch 1 step 10 loss 2.30\n");
+  EXPECT_EQ(log_scan_text(scan_log(quiet)), "no device or memory error torchprobe recognises in 1 lines\n");
+}
+
 TEST(Audit, FindsAPlantedMetaBufferByItsFullName) {
   Model model;
   const auto x = torch::randn({2, 4});
@@ -172,7 +419,7 @@ TEST(Audit, QuietOnAConsistentModel) {
 TEST(Scenarios, ReproduceAndExplainWhatThisHostCan) {
   const int gpus = backend::cuda_device_count();
   const auto results = run_scenarios("all", std::nullopt);
-  ASSERT_EQ(results.size(), 12u);
+  ASSERT_EQ(results.size(), 14u);
   int reproduced = 0;
   for (const auto& r : results) {
     if (r.status == ScenarioStatus::kSkipped) {
@@ -198,6 +445,17 @@ TEST(Scenarios, ReproduceAndExplainWhatThisHostCan) {
     }
     if (r.name == "cuda_where_there_is_none") {
       EXPECT_EQ(kind_name(r.diagnosis.kind), gpus == 0 ? "cuda_unavailable" : "invalid_device");
+    }
+    // On a GPU host: the loss's weight buffer and the boundary layer named, the fix checked to run.
+    if (r.name == "loss_weights_on_cpu" && gpus > 0) {
+      EXPECT_EQ(kind_name(r.diagnosis.kind), "device_mismatch");
+      EXPECT_NE(r.culprit.find("weight"), std::string::npos) << r.culprit;
+      EXPECT_NE(r.note.find("fixed by loss_fn->to(device)"), std::string::npos) << r.note;
+    }
+    if (r.name == "model_split_across_devices" && gpus > 0) {
+      EXPECT_EQ(kind_name(r.diagnosis.kind), "device_mismatch");
+      EXPECT_NE(r.culprit.find("second.0, Linear(120, 84)"), std::string::npos) << r.culprit;
+      EXPECT_NE(r.note.find("fixed by moving the activations"), std::string::npos) << r.note;
     }
     if (r.name == "two_gpus" && gpus < 2) {
       EXPECT_EQ(static_cast<int>(r.status), static_cast<int>(ScenarioStatus::kSkipped));

@@ -1,11 +1,13 @@
-// explain on real messages users pasted (tests/fixtures/explain/*.jsonl: each entry with its source):
-// the kind, and for memory errors the confidence and the numbers; near-misses must stay unknown.
+// explain on real messages users pasted or PyTorch's source prints (tests/fixtures/explain/*.jsonl: each entry with
+// its source): the kind; for memory errors the confidence and the numbers; for device errors the devices and the
+// argument. Near-misses (dtype, shape, device-side asserts: kind "unknown") must stay unknown.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,12 @@ std::vector<nlohmann::json> corpus(const std::string& file) {
     if (!line.empty()) entries.push_back(nlohmann::json::parse(line));
   }
   return entries;
+}
+
+std::string as_text(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return "[" + out + "]";
 }
 
 std::optional<std::int64_t> optional_bytes(const nlohmann::json& entry, const char* key) {
@@ -72,6 +80,49 @@ TEST(ExplainCorpus, MemoryErrorsIncludingTheDisguisedOnes) {
   RecordProperty("right", right);
   RecordProperty("entries", static_cast<int>(entries.size()));
   std::printf("memory corpus: %d of %zu right (%.1f%%), %d of %d near-misses given a known kind\n", right, entries.size(),
+              100.0 * share, wrong_known, near_misses);
+  EXPECT_GE(share, 0.95) << failures;
+  EXPECT_EQ(wrong_known, 0) << failures;
+  if (!failures.empty()) std::printf("%s", failures.c_str());
+}
+
+// Devices are compared as the corpus records them: as the message writes them ("cuda:1", "mps:0", "cuda" for a
+// torch.cuda.FloatTensor), each once, in the order the message names them. The order is compared because it says which
+// side is which ("expected device cuda:0 but got device cpu", "Expected object of backend CPU but got backend CUDA"),
+// and the explanation repeats it. The argument counts in any of the versions' forms ("argument #2 'mat2'", "argument
+// mat1", "got weight is on", "for argument 'index'"), compared by name.
+TEST(ExplainCorpus, DeviceErrorsOfEveryVersionWithDevicesAndArgument) {
+  const auto entries = corpus("corpus_device.jsonl");
+  ASSERT_GE(entries.size(), 150u);
+  int right = 0, wrong_known = 0, near_misses = 0;
+  std::set<std::string> kinds;
+  std::string failures;
+  for (const auto& e : entries) {
+    const std::string text = e.at("text").get<std::string>(), expected = e.at("kind").get<std::string>();
+    const auto devices = e.at("devices").get<std::vector<std::string>>();
+    const std::string argument = e.at("argument").is_null() ? "" : e.at("argument").get<std::string>();
+    kinds.insert(expected);
+    const dx::Diagnosis d = dx::explain_error(text);
+    const std::string got = dx::kind_name(d.kind);
+    if (expected == "unknown") {
+      ++near_misses;
+      if (got != "unknown") ++wrong_known;
+    }
+    if (got == expected && d.devices == devices && d.argument.value_or("") == argument) {
+      ++right;
+    } else {
+      failures += fmt::format("  {}: expected {} {} '{}', got {} {} '{}' ({})\n", e.at("id").get<std::string>(), expected,
+                              as_text(devices), argument, got, as_text(d.devices), d.argument.value_or(""),
+                              d.message.substr(0, 160));
+    }
+  }
+  // Every kind the classifier knows, next to the near-misses.
+  EXPECT_EQ(kinds, (std::set<std::string>{"device_mismatch", "cuda_unavailable", "invalid_device", "meta_tensor",
+                                          "not_a_tensor", "state_dict_prefix", "unknown"}));
+  const double share = static_cast<double>(right) / static_cast<double>(entries.size());
+  RecordProperty("right", right);
+  RecordProperty("entries", static_cast<int>(entries.size()));
+  std::printf("device corpus: %d of %zu right (%.1f%%), %d of %d near-misses given a known kind\n", right, entries.size(),
               100.0 * share, wrong_known, near_misses);
   EXPECT_GE(share, 0.95) << failures;
   EXPECT_EQ(wrong_known, 0) << failures;

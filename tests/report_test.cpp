@@ -185,6 +185,12 @@ TEST(ReportLoad, BadInputNamesTheFileAndTheProblem) {
   EXPECT_THROW_WITH(report::parse_results(R"({"benchmarks": [{"real_time": 1}]})", "h.json"), InputError,
                     "h.json: benchmarks[0]: an entry without a \"name\" string");
   EXPECT_THROW_WITH(report::load_results({}), InputError, "no results files given");
+  // Integers that do not fit an int (found by fuzz_results: a float one was converted with undefined behaviour).
+  EXPECT_THROW_WITH(report::parse_results(R"({"context": {"num_cpus": 5.5e65}, "benchmarks": []})", "i.json"), InputError,
+                    "i.json: context: \"num_cpus\" must be an integer, got 5.5e+65");
+  EXPECT_THROW_WITH(report::parse_results(R"({"benchmarks": [{"name": "a", "real_time": 1, "repetition_index": 4294967296}]})",
+                                          "j.json"),
+                    InputError, "\"repetition_index\" is out of range (4294967296)");
 }
 
 TEST(ReportLoad, TwoBenchmarksUnderOneNameAreAnErrorNotAMerge) {
@@ -196,6 +202,25 @@ TEST(ReportLoad, TwoBenchmarksUnderOneNameAreAnErrorNotAMerge) {
   const auto set = report::parse_results(R"({"benchmarks": [)" + entry + "," + second + "]}", "ok.json");
   ASSERT_EQ(set.results.size(), 1u);
   EXPECT_EQ(set.results[0].repetitions, 2);
+}
+
+// Names are user text of any length: a 60 KB one (a generated parameter list) loads and every printer takes it.
+TEST(ReportLoad, ASixtyKilobyteBenchmarkNameLoadsAndPrints) {
+  std::string name = "op/add/cpu/n:1024/";
+  while (name.size() < 60 * 1024) name += "shape:2x64x32x32_";
+  const std::string json = R"({"benchmarks": [{"name": ")" + name +
+                           R"(", "run_type": "iteration", "iterations": 10, "real_time": 2.0, "time_unit": "ms"}]})";
+  const auto set = report::parse_results(json, "long.json");
+  ASSERT_EQ(set.results.size(), 1u);
+  EXPECT_EQ(set.results[0].name, name);
+  const auto charts = report::make_charts(set);
+  EXPECT_NE(report::to_csv(set).find(name.substr(0, 1000)), std::string::npos);
+  EXPECT_FALSE(report::to_markdown(set, charts, report::ReportOptions{}).empty());
+  EXPECT_FALSE(report::to_console_summary(set, report::ReportOptions{}).empty());
+  for (const auto& chart : charts) {
+    std::string why;
+    EXPECT_TRUE(well_formed_xml(chart.svg, why)) << chart.file << ": " << why;
+  }
 }
 
 TEST(ReportLoad, APartialRunSaysSo) {

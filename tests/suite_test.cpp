@@ -75,7 +75,7 @@ TEST(Suite, RegistersWhatItPlansWithGoogleBenchmark) {
   options.op_selection.ops = {"add", "copy"};
   options.op_selection.batch_sizes = {16};
   auto ds = std::make_shared<const data::Dataset>(data::make_synthetic(16, 1));
-  const auto names = bench::register_suites(options, ds, "synthetic");
+  const auto names = bench::register_suites(options, [ds] { return ds; }, "synthetic");
   EXPECT_EQ(names, (std::vector<std::string>{"train_step/net/cpu/batch:2/dtype:fp32/layout:nchw",
                                              "train_step/net/cpu/batch:8/dtype:fp32/layout:nchw",
                                              "train_step/net/cpu/batch:8/dtype:bf16/layout:cl",
@@ -83,7 +83,7 @@ TEST(Suite, RegistersWhatItPlansWithGoogleBenchmark) {
                                              "op/add/cpu/input:16x64x32x32/dtype:fp32", "op/copy/cpu/kind:d2d/mib:64"}));
   options.suites = {"op"};
   options.op_selection.ops = {"gemm"};
-  EXPECT_THROW_WITH(bench::register_suites(options, ds, "synthetic"), InputError, "unknown op 'gemm'");
+  EXPECT_THROW_WITH(bench::register_suites(options, [ds] { return ds; }, "synthetic"), InputError, "unknown op 'gemm'");
 }
 
 TEST(Suite, ProgressCountsWhatTheFilterSelects) {
@@ -110,6 +110,10 @@ benchmark::BenchmarkReporter::Run fake_run(const std::string& name, double ms) {
   run.real_accumulated_time = ms * 10 / 1e3;
   run.cpu_accumulated_time = ms * 10 / 1e3;
   run.time_unit = benchmark::kMillisecond;
+  // Google Benchmark 1.7's Run leaves these uninitialised; its runner always sets them.
+  run.threads = 1;
+  run.repetition_index = 0;
+  run.repetitions = 1;
   return run;
 }
 

@@ -1,6 +1,19 @@
 #include "torchprobe/memory.h"
 
 #include <malloc.h>
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TORCHPROBE_ASAN 1
+#endif
+#endif
+#if !defined(TORCHPROBE_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define TORCHPROBE_ASAN 1
+#endif
+#if defined(TORCHPROBE_ASAN)
+#include <sanitizer/allocator_interface.h>
+#else
+#define TORCHPROBE_ASAN 0
+#endif
 #include <sys/resource.h>
 
 #include <cerrno>
@@ -40,7 +53,10 @@ bool reset_peak_rss() {
 }
 
 std::int64_t host_heap_bytes() {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#if TORCHPROBE_ASAN
+  // ASan serves every malloc from its own allocator: glibc's counters would stay flat.
+  return static_cast<std::int64_t>(__sanitizer_get_current_allocated_bytes());
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   const struct mallinfo2 info = mallinfo2();
   return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
 #else
@@ -57,11 +73,23 @@ std::int64_t cap_address_space(std::int64_t budget_bytes) {
   malloc_trim(0);
   const std::int64_t cap = virtual_memory_bytes() + budget_bytes;
   struct rlimit limit {};
-  limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(cap);
+  if (getrlimit(RLIMIT_AS, &limit) != 0) {
+    throw std::runtime_error(std::string("getrlimit(RLIMIT_AS) failed: ") + std::strerror(errno));
+  }
+  limit.rlim_cur = static_cast<rlim_t>(cap);
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_cur > limit.rlim_max) limit.rlim_cur = limit.rlim_max;
   if (setrlimit(RLIMIT_AS, &limit) != 0) {
     throw std::runtime_error(std::string("setrlimit(RLIMIT_AS) failed: ") + std::strerror(errno));
   }
-  return cap;
+  return static_cast<std::int64_t>(limit.rlim_cur);
+}
+
+void lift_address_space_cap() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_AS, &limit) == 0) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_AS, &limit);
+  }
 }
 
 }  // namespace torchprobe

@@ -18,8 +18,11 @@ std::int64_t virtual_memory_bytes();
 /// (setrlimit RLIMIT_AS), so allocations beyond it fail with ENOMEM instead of waking the kernel's
 /// OOM killer. First makes glibc hand freed memory back to the system at once (a fixed mmap
 /// threshold of 64 KiB, trimming, malloc_trim), so the cap tracks live memory rather than freed
-/// blocks the heap kept. For a process of its own (a child). Returns the cap; throws
-/// std::runtime_error.
+/// blocks the heap kept. For a process of its own (a child). Only the soft limit is lowered, so
+/// lift_address_space_cap() can end it. Returns the cap; throws std::runtime_error.
 std::int64_t cap_address_space(std::int64_t budget_bytes);
+/// Ends cap_address_space()'s cap (the soft limit back to the hard one): for what the process does after
+/// the capped work, e.g. writing its report, or a sanitizer's leak check at exit, which maps memory of its own.
+void lift_address_space_cap();
 
 }  // namespace torchprobe

@@ -13,8 +13,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <future>
+#include <memory>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "torchprobe/backend.h"
@@ -52,6 +56,34 @@ std::string message_of(const std::exception& e) {
 
 std::string seconds(std::chrono::milliseconds ms) { return fmt::format("{:.1f} s", static_cast<double>(ms.count()) / 1e3); }
 
+// Thrown when the peer at MASTER_PORT accepted the connection but never answered the store's handshake.
+struct StoreSilent : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Connects to (or hosts) the TCPStore with a deadline. LibTorch 2.x pings the server from the
+// constructor with a blocking recv that has no timeout: a program on MASTER_PORT that accepts the
+// connection and never answers (an HTTP server, a stopped rank 0) would hang the rank for ever. The
+// constructor runs on its own thread; past the deadline that thread is left blocked (it owns nothing
+// of ours and ends with the process) and the caller gets StoreSilent.
+c10::intrusive_ptr<c10d::TCPStore> connect_store(const std::string& addr, const c10d::TCPStoreOptions& options,
+                                                 std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<c10::intrusive_ptr<c10d::TCPStore>>>();
+  auto future = promise->get_future();
+  std::thread([promise, addr, options] {
+    try {
+      promise->set_value(c10::make_intrusive<c10d::TCPStore>(addr, options));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  }).detach();
+  // The constructor retries the connection itself for up to `timeout`; the handshake after it gets as long.
+  if (future.wait_for(2 * timeout + std::chrono::seconds(1)) != std::future_status::ready) {
+    throw StoreSilent("no answer to the store's handshake");
+  }
+  return future.get();
+}
+
 }  // namespace
 
 DistEnv env_from(const std::function<const char*(const char*)>& get) {
@@ -88,6 +120,25 @@ struct Peer {
   long pid = 0;
 };
 
+/// Whether a process on this host has exited: gone, or a zombie its parent has not reaped yet. A peer
+/// killed a moment ago may still be tearing down (its sockets close before it becomes a zombie), so
+/// this waits until `deadline` for it to finish.
+bool process_exited(long pid, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (std::getline(stat, line)) {
+      const size_t paren = line.rfind(')');  // the command name may hold spaces and parentheses
+      if (paren != std::string::npos && paren + 2 < line.size() && (line[paren + 2] == 'Z' || line[paren + 2] == 'X')) {
+        return true;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 std::string this_host() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "?";
@@ -109,11 +160,12 @@ struct ProcessGroup::Impl {
   std::string explain(const DistEnv& env, const std::string& what, const std::string& message) const {
     const std::string host = this_host();
     std::string gone, others;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);  // for all peers
     for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
       if (r == env.rank) continue;
       const Peer& p = peers[static_cast<size_t>(r)];
       const bool local = p.host == host;
-      const bool exited = local && p.pid > 0 && kill(static_cast<pid_t>(p.pid), 0) != 0 && errno == ESRCH;
+      const bool exited = local && p.pid > 0 && process_exited(p.pid, deadline);
       const std::string who = fmt::format("rank {} (pid {} on {})", r, p.pid, p.host);
       if (exited) gone += (gone.empty() ? "" : ", ") + who;
       others += (others.empty() ? "" : ", ") + who + (local ? ", still running" : "");
@@ -134,6 +186,11 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
     if (!reason.empty()) throw InputError(reason);
   }
   const std::string who = fmt::format("rank {} of {}", env.rank, env.world_size);
+  const auto silent_store = [&](const std::string& detail) {
+    return std::runtime_error(fmt::format("{}: the rendezvous store at {} does not answer as a c10d TCPStore within {} "
+                                          "(is MASTER_PORT another program's port, or did rank 0 stop?): {}",
+                                          who, env.endpoint(), seconds(timeout), detail));
+  };
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env.master_port);
   options.isServer = env.rank == 0;
@@ -141,7 +198,9 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
   options.waitWorkers = false;  // membership is checked below, with a clear error
   options.timeout = timeout;
   try {
-    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    impl_->store = connect_store(env.master_addr, options, timeout);
+  } catch (const StoreSilent& e) {
+    throw silent_store(e.what());
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format(
         "{}: {} the rendezvous store at {} within {} ({}): {}", who,
@@ -194,10 +253,7 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
       }
     } catch (const std::exception&) {
       // The store does not answer at all: not a c10d store, or its host went away.
-      throw std::runtime_error(fmt::format(
-          "{}: the rendezvous store at {} does not answer as a c10d TCPStore within {} (is MASTER_PORT another "
-          "program's port, or did rank 0 stop?): {}",
-          who, env.endpoint(), seconds(timeout), message_of(e)));
+      throw silent_store(message_of(e));
     }
     throw std::runtime_error(fmt::format("{}: not every rank joined at {} within {} (missing: rank {}; not started, "
                                          "or started with another MASTER_ADDR/MASTER_PORT?): {}", who, env.endpoint(),

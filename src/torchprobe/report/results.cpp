@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +48,12 @@ bool ends_with(const std::string& text, const std::string& tail) {
   return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// A number for display: 0 when absent or not a number (the inventory is informational).
+double number_or_zero(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
 std::string gib(double bytes) { return fmt::format("{:.0f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
 std::vector<DeviceInfo> devices_from_inventory(const std::string& text, const std::string& source) {
@@ -61,19 +68,32 @@ std::vector<DeviceInfo> devices_from_inventory(const std::string& text, const st
   if (inv.contains("cpu") && inv["cpu"].is_object()) {
     const auto& cpu = inv["cpu"];
     devices.push_back({"cpu", string_or(cpu, "model", "CPU"),
-                       fmt::format("{} logical cores, {} LibTorch threads{}", cpu.value("logical_cores", 0),
-                                   cpu.value("torch_threads", 0),
-                                   cpu.value("vector_isa", "").empty() ? "" : ", " + cpu.value("vector_isa", ""))});
+                       fmt::format("{} logical cores, {} LibTorch threads{}", string_or(cpu, "logical_cores", "?"),
+                                   string_or(cpu, "torch_threads", "?"),
+                                   string_or(cpu, "vector_isa").empty() ? "" : ", " + string_or(cpu, "vector_isa"))});
   }
-  if (inv.contains("cuda") && inv["cuda"].contains("devices")) {
+  if (inv.contains("cuda") && inv["cuda"].is_object() && inv["cuda"].contains("devices") &&
+      inv["cuda"]["devices"].is_array()) {
     for (const auto& g : inv["cuda"]["devices"]) {
+      if (!g.is_object()) continue;
       devices.push_back({string_or(g, "device"), string_or(g, "name"),
                          fmt::format("{}, compute capability {}, {} SMs",
-                                     gib(g.value("total_memory_bytes", 0.0)), string_or(g, "compute_capability"),
-                                     g.value("multiprocessors", 0))});
+                                     gib(number_or_zero(g, "total_memory_bytes")), string_or(g, "compute_capability"),
+                                     string_or(g, "multiprocessors", "?"))});
     }
   }
   return devices;
+}
+
+int int_field(const json& entry, const char* key, const std::string& where) {
+  const auto it = entry.find(key);
+  if (it == entry.end() || it->is_null()) return 0;
+  if (!it->is_number_integer()) throw InputError(fmt::format("{}: \"{}\" must be an integer, got {}", where, key, it->dump()));
+  // Signed or unsigned, it must fit an int: a conversion out of range would be undefined.
+  const bool fits = it->is_number_unsigned() ? it->get<std::uint64_t>() <= static_cast<std::uint64_t>(INT_MAX)
+                                             : it->get<std::int64_t>() >= INT_MIN && it->get<std::int64_t>() <= INT_MAX;
+  if (!fits) throw InputError(fmt::format("{}: \"{}\" is out of range ({})", where, key, it->dump()));
+  return it->get<int>();
 }
 
 RunContext parse_context(const json& doc, const std::string& source) {
@@ -86,7 +106,7 @@ RunContext parse_context(const json& doc, const std::string& source) {
   ctx.date = string_or(c, "date");
   ctx.executable = string_or(c, "executable");
   ctx.build_type = string_or(c, "library_build_type");
-  ctx.num_cpus = c.value("num_cpus", 0);
+  ctx.num_cpus = int_field(c, "num_cpus", source + ": context");
   ctx.torchprobe_version = string_or(c, "torchprobe_version");
   ctx.libtorch_version = string_or(c, "libtorch_version");
   ctx.threads = string_or(c, "torch_threads");
@@ -140,13 +160,6 @@ double number_field(const json& entry, const char* key, const std::string& where
     throw InputError(fmt::format("{}: \"{}\" is negative ({}): not a time", where, key, value));
   }
   return value;
-}
-
-int int_field(const json& entry, const char* key, const std::string& where) {
-  const auto it = entry.find(key);
-  if (it == entry.end() || it->is_null()) return 0;
-  if (!it->is_number_integer()) throw InputError(fmt::format("{}: \"{}\" must be an integer, got {}", where, key, it->dump()));
-  return it->get<int>();
 }
 
 // Google Benchmark writes non-finite values as bare NaN / inf (e.g. the CV of an all-zero counter),

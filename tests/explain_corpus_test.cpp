@@ -37,6 +37,19 @@ std::optional<std::int64_t> optional_bytes(const nlohmann::json& entry, const ch
   return entry[key].get<std::int64_t>();
 }
 
+// The targets both corpora share: >= 95% right, no near-miss given a known kind. Prints the score either way.
+void expect_score(const char* corpus_name, int right, size_t entries, int wrong_known, int near_misses,
+                  const std::string& failures) {
+  const double share = static_cast<double>(right) / static_cast<double>(entries);
+  ::testing::Test::RecordProperty("right", right);
+  ::testing::Test::RecordProperty("entries", static_cast<int>(entries));
+  std::printf("%s corpus: %d of %zu right (%.1f%%), %d of %d near-misses given a known kind\n", corpus_name, right,
+              entries, 100.0 * share, wrong_known, near_misses);
+  EXPECT_GE(share, 0.95) << failures;
+  EXPECT_EQ(wrong_known, 0) << failures;
+  if (!failures.empty()) std::printf("%s", failures.c_str());
+}
+
 }  // namespace
 
 TEST(ExplainCorpus, MemoryErrorsIncludingTheDisguisedOnes) {
@@ -76,14 +89,7 @@ TEST(ExplainCorpus, MemoryErrorsIncludingTheDisguisedOnes) {
                               e.value("confidence", ""), got, d.confidence, d.message.substr(0, 120));
     }
   }
-  const double share = static_cast<double>(right) / static_cast<double>(entries.size());
-  RecordProperty("right", right);
-  RecordProperty("entries", static_cast<int>(entries.size()));
-  std::printf("memory corpus: %d of %zu right (%.1f%%), %d of %d near-misses given a known kind\n", right, entries.size(),
-              100.0 * share, wrong_known, near_misses);
-  EXPECT_GE(share, 0.95) << failures;
-  EXPECT_EQ(wrong_known, 0) << failures;
-  if (!failures.empty()) std::printf("%s", failures.c_str());
+  expect_score("memory", right, entries.size(), wrong_known, near_misses, failures);
 }
 
 // Devices are compared as the corpus records them: as the message writes them ("cuda:1", "mps:0", "cuda" for a
@@ -119,12 +125,5 @@ TEST(ExplainCorpus, DeviceErrorsOfEveryVersionWithDevicesAndArgument) {
   // Every kind the classifier knows, next to the near-misses.
   EXPECT_EQ(kinds, (std::set<std::string>{"device_mismatch", "cuda_unavailable", "invalid_device", "meta_tensor",
                                           "not_a_tensor", "state_dict_prefix", "unknown"}));
-  const double share = static_cast<double>(right) / static_cast<double>(entries.size());
-  RecordProperty("right", right);
-  RecordProperty("entries", static_cast<int>(entries.size()));
-  std::printf("device corpus: %d of %zu right (%.1f%%), %d of %d near-misses given a known kind\n", right, entries.size(),
-              100.0 * share, wrong_known, near_misses);
-  EXPECT_GE(share, 0.95) << failures;
-  EXPECT_EQ(wrong_known, 0) << failures;
-  if (!failures.empty()) std::printf("%s", failures.c_str());
+  expect_score("device", right, entries.size(), wrong_known, near_misses, failures);
 }

@@ -22,6 +22,8 @@ TORCHPROBE_DEBS=(cmake ninja-build g++ libbenchmark-dev libgtest-dev
 # pool LibTorch uses; its pthreads build keeps a second pool that spins beside it (torchprobe pins that
 # one to a single thread). Both are installed, so the tests cover both; the OpenMP build is selected.
 TORCHPROBE_BLAS_DEBS=(libopenblas0-openmp libopenblas0-pthread)
+# The multi-node test's simulated hosts: network namespaces and a veth pair (ip), own host names (unshare).
+TORCHPROBE_DEBS+=(iproute2 util-linux)
 
 tp_log() { echo "torchprobe: $*" >&2; }
 
@@ -38,21 +40,23 @@ torchprobe_nvcc() {
 torchprobe_flavours() {
   local request="$1" toolkit="${CUDA_HOME:-/usr/local/cuda}"
   case "$request" in
+    # cuda first where it runs: its venv holds the pinned PyTorch's torchrun, which the other flavours'
+    # launcher tests use too (Debian's own torchrun is broken).
     auto)
-      echo debian
       if [[ -n "$(torchprobe_nvcc)" ]]; then
         echo cuda
       else
         tp_log "skipping the cuda flavour: no CUDA toolkit (no nvcc at $toolkit/bin; set CUDA_HOME to test it)"
       fi
+      echo debian
       ;;
     all|cuda)
       if [[ -z "$(torchprobe_nvcc)" ]]; then
         tp_log "error: the cuda flavour needs a CUDA toolkit: no nvcc at $toolkit/bin (set CUDA_HOME)"
         return 2
       fi
-      [[ "$request" == all ]] && echo debian
       echo cuda
+      [[ "$request" == all ]] && echo debian
       [[ "$request" == all ]] && echo asan
       ;;
     debian|asan) echo "$request" ;;

@@ -6,9 +6,10 @@
 #   asan    the debian flavour under AddressSanitizer + UBSan (clang), plus 60 s of each libFuzzer
 #           target (build-asan/); tests/sanitizers/ holds the options and the justified suppressions
 # Usage: scripts/test.sh [--flavour auto|all|debian|cuda|asan] [--list-flavours] [ctest arguments...]
-#   auto (default; also TORCHPROBE_FLAVOUR): every flavour this host can build: debian, and cuda
-#        where a CUDA toolkit is found (CUDA_HOME, default /usr/local/cuda); otherwise one line says
-#        why cuda is skipped. all: debian, cuda and asan; a missing toolkit is an error (CI uses this).
+#   auto (default; also TORCHPROBE_FLAVOUR): every flavour this host can build: cuda where a CUDA
+#        toolkit is found (CUDA_HOME, default /usr/local/cuda; otherwise one line says why it is
+#        skipped), then debian. all: cuda, debian and asan; a missing toolkit is an error (CI uses this).
+#        cuda comes first: its venv's torchrun serves every flavour's launcher tests.
 #   --list-flavours: print the flavours that would run (and why one is skipped), build nothing.
 #   e.g.  scripts/test.sh --flavour cuda -L gpu
 set -euo pipefail

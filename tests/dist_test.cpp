@@ -1,13 +1,17 @@
 #include "torchprobe/dist/process_group.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <torch/utils.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <exception>
+#include <functional>
 #include <future>
 #include <map>
 #include <thread>
@@ -90,6 +94,107 @@ TEST(DistEnv, NamesTheMissingOrInvalidVariable) {
   EXPECT_THROW_WITH(dist::env_from(get), InputError, "MASTER_PORT=http is not an integer in [1, 65535]");
   vars["MASTER_PORT"] = "29500";
   EXPECT_EQ(dist::env_from(get).local_rank, 1) << "LOCAL_RANK defaults to RANK";
+}
+
+/// A `get` for env_from over a map of variables.
+struct FakeEnvironment {
+  std::map<std::string, std::string> vars;
+  const char* operator()(const char* name) const {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  }
+};
+
+TEST(DistEnv, SrunVariablesGiveRanksAndTheFirstNodeAsMaster) {
+  FakeEnvironment env{{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
+                       {"SLURM_NODELIST", "gpu[07-09,12],cpu1"}, {"SLURM_JOB_ID", "1234567"}}};
+  dist::DistEnv got = dist::env_from(std::cref(env));
+  EXPECT_EQ(got.launcher, "slurm");
+  EXPECT_EQ(got.rank, 5);
+  EXPECT_EQ(got.world_size, 8);
+  EXPECT_EQ(got.local_rank, 1);
+  EXPECT_EQ(got.endpoint(), "gpu07:19567") << "the first host; 15000 + the job id's last four digits";
+  EXPECT_FALSE(got.agent_store);
+  // The step's node list comes first; MASTER_ADDR and MASTER_PORT, where set, win.
+  env.vars["SLURM_STEP_NODELIST"] = "node[3-4]";
+  EXPECT_EQ(dist::env_from(std::cref(env)).master_addr, "node3");
+  env.vars["MASTER_ADDR"] = "10.1.2.3";
+  env.vars["MASTER_PORT"] = "29999";
+  EXPECT_EQ(dist::env_from(std::cref(env)).endpoint(), "10.1.2.3:29999");
+  // Named errors: a rank beyond the task count, no node list at all.
+  env.vars["SLURM_PROCID"] = "8";
+  EXPECT_THROW_WITH(dist::env_from(std::cref(env)), InputError, "SLURM_PROCID=8 is not an integer in [0, 7]");
+  FakeEnvironment bare{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}};
+  EXPECT_THROW_WITH(dist::env_from(std::cref(bare)), InputError, "neither MASTER_ADDR nor SLURM_NODELIST is set");
+}
+
+TEST(DistEnv, TorchrunVariablesWinOverSlurmAndSayRestartsAndTheAgentStore) {
+  // torchrun started inside an srun step: its own variables describe the worker.
+  FakeEnvironment env{{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODELIST", "n[1-2]"},
+                       {"MASTER_ADDR", "n1"}, {"MASTER_PORT", "29500"}, {"RANK", "6"}, {"WORLD_SIZE", "8"},
+                       {"LOCAL_RANK", "2"}, {"TORCHELASTIC_RUN_ID", "none"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                       {"TORCHELASTIC_RESTART_COUNT", "2"}, {"TORCHELASTIC_MAX_RESTARTS", "3"}}};
+  const dist::DistEnv got = dist::env_from(std::cref(env));
+  EXPECT_EQ(got.launcher, "torchrun");
+  EXPECT_EQ(got.rank, 6);
+  EXPECT_EQ(got.local_rank, 2);
+  EXPECT_TRUE(got.agent_store) << "every rank, rank 0 too, connects to the agent's store";
+  EXPECT_EQ(got.restart_count, 2);
+  const auto context = dist::launch_context(got);
+  EXPECT_NE(std::find(context.begin(), context.end(), std::make_pair(std::string("torchelastic_restart_count"), std::string("2"))),
+            context.end());
+  EXPECT_NE(dist::restart_note(got).find("torchrun restarted this group 2 times (of at most 3)"), std::string::npos);
+  env.vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  env.vars["TORCHELASTIC_RESTART_COUNT"] = "0";
+  EXPECT_FALSE(dist::env_from(std::cref(env)).agent_store);
+  EXPECT_EQ(dist::restart_note(dist::env_from(std::cref(env))), "") << "no note for a first attempt";
+  // scripts/launch.sh and hand-set variables: no torchrun, no restarts.
+  FakeEnvironment plain{{{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"RANK", "0"}, {"WORLD_SIZE", "1"}}};
+  EXPECT_EQ(dist::env_from(std::cref(plain)).launcher, "environment");
+}
+
+TEST(DistEnv, FirstHostOfASlurmNodeList) {
+  EXPECT_EQ(dist::first_slurm_host("node1"), "node1");
+  EXPECT_EQ(dist::first_slurm_host("node1,node2"), "node1");
+  EXPECT_EQ(dist::first_slurm_host("gpu-[009-011],cpu[1-4]"), "gpu-009") << "zero padding kept";
+  EXPECT_EQ(dist::first_slurm_host("rack[1-2]-n[01-04]"), "rack1-n01") << "every bracket its first value";
+  EXPECT_EQ(dist::first_slurm_host("a[3]"), "a3");
+  EXPECT_EQ(dist::first_slurm_host("a[5,2-3]b"), "a5b");
+  EXPECT_THROW_WITH(dist::first_slurm_host("gpu[1-2"), InputError, "SLURM_NODELIST=gpu[1-2 is not a SLURM host list (a '[' without its ']')");
+  EXPECT_THROW_WITH(dist::first_slurm_host("gpu]"), InputError, "a ']' without its '['");
+  EXPECT_THROW_WITH(dist::first_slurm_host("gpu[a-b]"), InputError, "a range that is not numbers");
+  EXPECT_THROW_WITH(dist::first_slurm_host(""), InputError, "no host");
+  EXPECT_EQ(dist::slurm_default_port(nullptr), 29500);
+  EXPECT_EQ(dist::slurm_default_port("7"), 15007);
+  EXPECT_THROW_WITH(dist::slurm_default_port("12ab"), InputError, "SLURM_JOB_ID=12ab is not a number (set MASTER_PORT)");
+}
+
+TEST(Gloo, ASecondProcessWithTheSameRankIsToldSoAndTheGroupGoesOn) {
+  const int port = free_port();
+  // Three members for a world of 2: ranks 0, 1 and 1 again. One of the two rank-1s is refused by
+  // name; the other and rank 0 form the group.
+  std::vector<std::string> errors(3);
+  std::vector<int> done(3, 0);
+  std::atomic<int> tried{0};
+  run_ranks(3, [&](int member) {
+    try {
+      dist::ProcessGroup group(env_for(port, member == 0 ? 0 : 1, 2), 20s);
+      ++tried;
+      while (tried < 3) std::this_thread::sleep_for(10ms);  // rank 0's store stays up until the duplicate has tried
+      group.barrier();
+      done[static_cast<size_t>(member)] = 1;
+    } catch (const InputError& e) {
+      errors[static_cast<size_t>(member)] = e.what();
+      ++tried;
+    }
+  });
+  EXPECT_EQ(done[0], 1);
+  EXPECT_EQ(done[1] + done[2], 1) << "exactly one rank 1 joins";
+  const std::string& refused = errors[1].empty() ? errors[2] : errors[1];
+  EXPECT_NE(refused.find(fmt::format("rank 1 of 2: pid {} on ", getpid())), std::string::npos) << refused;
+  EXPECT_NE(refused.find(fmt::format("already joined as RANK=1 at 127.0.0.1:{}: each process of a job needs its own RANK", port)),
+            std::string::npos)
+      << refused;
 }
 
 TEST(Gloo, TwoRanksAverageInBuckets) {

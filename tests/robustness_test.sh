@@ -168,6 +168,21 @@ EOF
     [[ $rc == 1 ]] || fail "exit code $rc, expected 1"
     grep -q "rank 1 of 2: the rendezvous store at 127.0.0.1:$port does not answer as a c10d TCPStore" r1.err || fail "message"
     ;;
+  # A second process started with a RANK that is taken: refused at once, naming the first one, exit 2.
+  dist_duplicate_rank)
+    port=$((20000 + RANDOM % 20000))
+    export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2
+    sweep=(dist allreduce --max-bytes 1MiB --iterations 1000 --threads 1 --timeout 20)
+    RANK=0 "$tp" "${sweep[@]}" > r0.out 2> r0.err &
+    RANK=1 "$tp" "${sweep[@]}" > r1.out 2> r1.err &
+    p1=$!
+    wait_for 120 busy_for "$p1" 1  # it has joined and is in the sweep
+    RANK=1 timeout 60 "$tp" "${sweep[@]}" > dup.out 2> dup.err; rc=$?
+    [[ $rc == 2 ]] || fail "exit code $rc, expected 2"
+    grep -q "torchprobe: error: rank 1 of 2: pid $p1 on .* already joined as RANK=1 at 127.0.0.1:$port: each process of a job needs its own RANK" dup.err ||
+      fail "the message does not name the first rank 1"
+    [[ $(wc -l < dup.err) == 1 ]] || fail "more than one line"
+    ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 echo "PASS: $case_name"

@@ -38,9 +38,13 @@ struct Flags {
 
 #ifdef TORCHPROBE_HAS_DIST
 /// The context a dist results file records: Google Benchmark's keys and torchprobe's, as torchprobe-bench's files.
-ContextEntries dist_context(const ThreadSetup& threads, const std::string& allocator) {
+/// With a rank's launch (launcher, torchrun's restart count) where there is one.
+ContextEntries dist_context(const ThreadSetup& threads, const std::string& allocator, const dist::DistEnv* env = nullptr) {
   auto context = standard_context();
   for (auto& entry : torchprobe_context(threads, allocator, trust::threading_warnings(threads))) context.push_back(std::move(entry));
+  if (env != nullptr) {
+    for (auto& entry : dist::launch_context(*env)) context.push_back(std::move(entry));
+  }
   return context;
 }
 
@@ -77,15 +81,16 @@ int run_rank(const Flags& flags, bool all_reduce) {
   std::string json, text;
   if (all_reduce) {
     const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations, flags.repetitions);
-    json = dist::all_reduce_json(group, rows, dist_context(threads, allocator));
+    json = dist::all_reduce_json(group, rows, dist_context(threads, allocator, &env));
     text = dist::all_reduce_text(group, rows);
   } else {
     const auto bucket = static_cast<std::int64_t>(flags.bucket_mib * (1 << 20));
     const auto result =
         dist::distributed_train(group, flags.model, flags.batch, flags.steps, flags.warmup, bucket, flags.repetitions);
-    json = dist::train_json(result, dist_context(threads, allocator));
+    json = dist::train_json(result, dist_context(threads, allocator, &env));
     text = dist::train_text(result);
   }
+  text += dist::restart_note(env);
   group.barrier();
   group.shutdown();
   if (group.rank() == 0) print(flags, json, text);

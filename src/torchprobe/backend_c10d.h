@@ -2,6 +2,7 @@
 // The device seam's c10d part: the collective backend for CUDA tensors (NCCL) exists only in CUDA
 // builds of LibTorch, and the collectives' base class differs between versions (1.13:
 // c10d::ProcessGroup; 2.x: c10d::Backend, which ProcessGroupGloo and ProcessGroupNCCL derive from).
+// The store's wire protocol differs too: dist/agent_store.h connects to torchrun's agent store either way.
 // Implemented in backend_cuda.cpp / backend_nocuda.cpp; included only by the dist code.
 #include <chrono>
 #include <string>

@@ -105,6 +105,12 @@ void finish(DistTrainResult& result) {
   result.global_images_per_s = static_cast<double>(result.world_size * result.batch_per_rank) / (slowest / 1e3);
   result.single_images_per_s = static_cast<double>(result.batch_per_rank) / (result.single_ms_per_step / 1e3);
   result.scaling_efficiency = result.global_images_per_s / (result.world_size * result.single_images_per_s);
+  if (result.all_reduce_ms_per_step > 0.0) {
+    const double n = result.world_size;
+    result.all_reduce_share = result.all_reduce_ms_per_step / slowest;
+    result.busbw_gbps = static_cast<double>(result.gradient_bytes) / (result.all_reduce_ms_per_step * 1e-3) / 1e9 *
+                        2.0 * (n - 1.0) / n;
+  }
 }
 
 }  // namespace
@@ -150,13 +156,27 @@ DistTrainResult distributed_train(ProcessGroup& group, const std::string& model,
   torch::manual_seed(static_cast<std::uint64_t>(group.rank()));
   train::StepOptions options;
   int calls = 0;
-  options.reduce_gradients = [&](torch::Tensor& grads) { calls = group.average_(grads, bucket_bytes); };
+  // The all-reduce's share of each step: marks around it on the device's timeline (CUDA events on a
+  // GPU, so nothing waits for them inside the step); read after the steps' one wait.
+  const auto timeline = backend::make_timeline(device);
+  options.reduce_gradients = [&](torch::Tensor& grads) {
+    timeline->mark();
+    calls = group.average_(grads, bucket_bytes);
+    timeline->mark();
+    result.gradient_bytes = grads.numel() * grads.element_size();
+  };
   train::TrainStep step(models::make_model(model), device, options);
   group.broadcast_(step.flat_parameters(), /*root=*/0);
   const auto times = step_times(step, batcher, steps, warmup);
+  const auto intervals = timeline->elapsed_ms();  // all-reduce, gap to the next step's, all-reduce, ...
+  std::vector<double> reduce_ms;
+  for (size_t i = 0; i < intervals.size(); i += 2) reduce_ms.push_back(intervals[i]);
+  if (reduce_ms.size() > static_cast<size_t>(steps)) reduce_ms.erase(reduce_ms.begin(), reduce_ms.end() - steps);  // no warm-up
   result.all_reduce_calls_per_step = calls;
   result.rank_ms_per_step = per_rank(group, median(times));
   result.repetition_ms = slowest_over_ranks(group, repetition_medians(times, repetitions));
+  const auto reduce_by_rank = per_rank(group, reduce_ms.empty() ? 0.0 : median(reduce_ms));
+  result.all_reduce_ms_per_step = *std::min_element(reduce_by_rank.begin(), reduce_by_rank.end());
   finish(result);
   return result;
 }
@@ -234,6 +254,12 @@ std::string train_json(const DistTrainResult& r, const ContextEntries& context) 
     entry["world_size"] = r.world_size;
     entry["batch_per_rank"] = static_cast<double>(r.batch_per_rank);
     entry["all_reduce_calls_per_step"] = r.all_reduce_calls_per_step;
+    if (r.all_reduce_ms_per_step > 0.0) {
+      entry["gradient_bytes"] = static_cast<double>(r.gradient_bytes);
+      entry["all_reduce_ms_per_step"] = r.all_reduce_ms_per_step;
+      entry["all_reduce_share_pct"] = 100.0 * r.all_reduce_share;
+      if (r.world_size > 1) entry["busbw_gbps"] = r.busbw_gbps;  // one rank moves nothing
+    }
     for (size_t k = 0; k < r.rank_ms_per_step.size(); ++k) entry[fmt::format("rank{}_ms_per_step", k)] = r.rank_ms_per_step[k];
     benchmarks.push_back(entry);
   }
@@ -264,9 +290,12 @@ std::string train_text(const DistTrainResult& r) {
   return fmt::format(
       "distributed train step: {} on {} (rank 0), {}, {} ranks x batch {} ({} all-reduce calls per step)\n"
       "  step ms per rank: {}\n  global {:.1f} images/s; one process alone {:.1f} images/s ({:.2f} ms/step)\n"
-      "  scaling efficiency {:.1f}% (global / ({} x single))\n",
+      "  scaling efficiency {:.1f}% (global / ({} x single))\n"
+      "  gradient all-reduce {:.2f} ms per step ({:.1f}% of the step; {:.2f} MiB, busbw {} GB/s)\n",
       r.model, r.device, r.engine, r.world_size, r.batch_per_rank, r.all_reduce_calls_per_step, ranks,
-      r.global_images_per_s, r.single_images_per_s, r.single_ms_per_step, 100.0 * r.scaling_efficiency, r.world_size);
+      r.global_images_per_s, r.single_images_per_s, r.single_ms_per_step, 100.0 * r.scaling_efficiency, r.world_size,
+      r.all_reduce_ms_per_step, 100.0 * r.all_reduce_share, static_cast<double>(r.gradient_bytes) / (1 << 20),
+      r.world_size > 1 ? fmt::format("{:.3f}", r.busbw_gbps) : std::string("-"));
 }
 
 }  // namespace torchprobe::dist

@@ -39,6 +39,13 @@ struct DistTrainResult {
   double global_images_per_s = 0.0;      ///< world x batch / the slowest rank's step time
   double single_images_per_s = 0.0;
   double scaling_efficiency = 0.0;  ///< global / (world x single)
+  /// The gradient all-reduce (process groups only; 0 for data_parallel): bytes averaged per step, and
+  /// its time per step as the rank that arrives last sees it (the smallest of the ranks' medians: the
+  /// others also wait for it), so it is the communication itself, not load imbalance.
+  std::int64_t gradient_bytes = 0;
+  double all_reduce_ms_per_step = 0.0;
+  double all_reduce_share = 0.0;  ///< all_reduce_ms_per_step / the slowest rank's step time
+  double busbw_gbps = 0.0;        ///< gradient bytes x 2(n-1)/n / all-reduce time (nccl-tests' bus bandwidth)
 };
 
 /// `warmup` + `steps` data-parallel steps of `model` on the group's device (each rank its own synthetic

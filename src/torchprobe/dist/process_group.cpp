@@ -4,10 +4,14 @@
 
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 
 #include "torchprobe/backend.h"
 #include "torchprobe/backend_c10d.h"
+#include "torchprobe/dist/agent_store.h"
 #include "torchprobe/input_error.h"
 
 namespace torchprobe::dist {
@@ -61,18 +66,18 @@ struct StoreSilent : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Connects to (or hosts) the TCPStore with a deadline. LibTorch 2.x pings the server from the
+// Connects to (or hosts) the store with a deadline. LibTorch 2.x pings the server from the TCPStore
 // constructor with a blocking recv that has no timeout: a program on MASTER_PORT that accepts the
 // connection and never answers (an HTTP server, a stopped rank 0) would hang the rank for ever. The
 // constructor runs on its own thread; past the deadline that thread is left blocked (it owns nothing
 // of ours and ends with the process) and the caller gets StoreSilent.
-c10::intrusive_ptr<c10d::TCPStore> connect_store(const std::string& addr, const c10d::TCPStoreOptions& options,
-                                                 std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<c10::intrusive_ptr<c10d::TCPStore>>>();
+c10::intrusive_ptr<c10d::Store> connect_store(std::function<c10::intrusive_ptr<c10d::Store>()> make,
+                                              std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<c10::intrusive_ptr<c10d::Store>>>();
   auto future = promise->get_future();
-  std::thread([promise, addr, options] {
+  std::thread([promise, make = std::move(make)] {
     try {
-      promise->set_value(c10::make_intrusive<c10d::TCPStore>(addr, options));
+      promise->set_value(make());
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
@@ -86,18 +91,105 @@ c10::intrusive_ptr<c10d::TCPStore> connect_store(const std::string& addr, const 
 
 }  // namespace
 
+std::string first_slurm_host(const std::string& nodelist) {
+  const auto malformed = [&](const char* why) {
+    return InputError(fmt::format("SLURM_NODELIST={} is not a SLURM host list ({})", nodelist, why));
+  };
+  // The first entry: up to the first comma outside brackets.
+  std::string entry;
+  int depth = 0;
+  for (const char c : nodelist) {
+    if (c == '[') ++depth;
+    if (c == ']' && --depth < 0) throw malformed("a ']' without its '['");
+    if (c == ',' && depth == 0) break;
+    entry += c;
+  }
+  if (depth != 0) throw malformed("a '[' without its ']'");
+  // Each bracketed range list stands for its first value, zero padding kept: [07-09,12] -> 07.
+  std::string host;
+  for (size_t i = 0; i < entry.size(); ++i) {
+    if (entry[i] != '[') {
+      host += entry[i];
+      continue;
+    }
+    const size_t close = entry.find(']', i);
+    const std::string first = entry.substr(i + 1, entry.find_first_of(",-]", i + 1) - i - 1);
+    if (first.empty() || first.find_first_not_of("0123456789") != std::string::npos) throw malformed("a range that is not numbers");
+    host += first;
+    i = close;
+  }
+  if (host.empty()) throw malformed("no host");
+  return host;
+}
+
+int slurm_default_port(const char* job_id) {
+  if (job_id == nullptr || *job_id == '\0') return 29500;
+  const std::string id = job_id;
+  const std::string digits = id.substr(id.size() > 4 ? id.size() - 4 : 0);
+  if (digits.find_first_not_of("0123456789") != std::string::npos) {
+    throw InputError(fmt::format("SLURM_JOB_ID={} is not a number (set MASTER_PORT)", id));
+  }
+  return 15000 + std::stoi(digits);
+}
+
 DistEnv env_from(const std::function<const char*(const char*)>& get) {
   DistEnv env;
+  const auto set = [&](const char* name) { return get(name) != nullptr && *get(name) != '\0'; };
+  if (!set("RANK") && set("SLURM_PROCID")) {
+    // srun starts every rank itself: its variables say who and where.
+    env.launcher = "slurm";
+    const char* list_name = set("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST"
+                            : set("SLURM_NODELIST")    ? "SLURM_NODELIST"
+                                                       : "SLURM_JOB_NODELIST";
+    if (set("MASTER_ADDR")) {
+      env.master_addr = get("MASTER_ADDR");
+    } else if (set(list_name)) {
+      env.master_addr = first_slurm_host(get(list_name));
+    } else {
+      throw InputError("under SLURM (SLURM_PROCID is set) neither MASTER_ADDR nor SLURM_NODELIST is set: start the ranks "
+                       "with srun, or export MASTER_ADDR=the first node's address");
+    }
+    env.master_port = set("MASTER_PORT") ? integer_variable(get, "MASTER_PORT", 1, 65535, std::nullopt)
+                                         : slurm_default_port(get("SLURM_JOB_ID"));
+    env.world_size = integer_variable(get, set("SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS", 1, 1 << 20, std::nullopt);
+    env.rank = integer_variable(get, "SLURM_PROCID", 0, env.world_size - 1, std::nullopt);
+    env.local_rank = integer_variable(get, "SLURM_LOCALID", 0, 1 << 20, 0);
+    return env;
+  }
   const char* addr = get("MASTER_ADDR");
   if (addr == nullptr || *addr == '\0') {
-    throw InputError(fmt::format("MASTER_ADDR is not set ({}; scripts/launch.sh N does too)", kTorchrunVariables));
+    throw InputError(fmt::format("MASTER_ADDR is not set ({}; scripts/launch.sh N does too; under SLURM, srun sets "
+                                 "SLURM_PROCID, SLURM_NTASKS and SLURM_NODELIST)", kTorchrunVariables));
   }
   env.master_addr = addr;
   env.master_port = integer_variable(get, "MASTER_PORT", 1, 65535, std::nullopt);
   env.world_size = integer_variable(get, "WORLD_SIZE", 1, 1 << 20, std::nullopt);
   env.rank = integer_variable(get, "RANK", 0, env.world_size - 1, std::nullopt);
   env.local_rank = integer_variable(get, "LOCAL_RANK", 0, 1 << 20, env.rank);
+  if (set("TORCHELASTIC_RUN_ID") || set("TORCHELASTIC_RESTART_COUNT")) {
+    env.launcher = "torchrun";
+    env.restart_count = integer_variable(get, "TORCHELASTIC_RESTART_COUNT", 0, 1 << 20, 0);
+    env.max_restarts = integer_variable(get, "TORCHELASTIC_MAX_RESTARTS", 0, 1 << 20, 0);
+  }
+  // torchrun's agent hosts the store on MASTER_PORT itself (its static and c10d rendezvous both do).
+  env.agent_store = set("TORCHELASTIC_USE_AGENT_STORE") && std::string(get("TORCHELASTIC_USE_AGENT_STORE")) == "True";
   return env;
+}
+
+std::vector<std::pair<std::string, std::string>> launch_context(const DistEnv& env) {
+  std::vector<std::pair<std::string, std::string>> out = {{"launcher", env.launcher}};
+  if (env.launcher == "torchrun") {
+    out.emplace_back("torchelastic_restart_count", std::to_string(env.restart_count));
+    out.emplace_back("torchelastic_max_restarts", std::to_string(env.max_restarts));
+  }
+  return out;
+}
+
+std::string restart_note(const DistEnv& env) {
+  if (env.restart_count == 0) return "";
+  return fmt::format("  (torchrun restarted this group {} time{} (of at most {}): an earlier attempt failed; these are the "
+                     "restarted group's figures)\n",
+                     env.restart_count, env.restart_count == 1 ? "" : "s", env.max_restarts);
 }
 
 DistEnv env_from_environment() { return env_from([](const char* name) { return std::getenv(name); }); }
@@ -145,8 +237,100 @@ std::string this_host() {
   return name;
 }
 
+std::string owner_key(int rank) { return fmt::format("torchprobe/rank_owner/{}", rank); }
+std::string claims_key(int rank) { return fmt::format("torchprobe/rank_claims/{}", rank); }
+
+/// "pid 123 on node7" from a rank's published "node7 123".
+std::string describe_owner(const std::string& text) {
+  const size_t space = text.rfind(' ');
+  if (space == std::string::npos) return text;
+  return fmt::format("pid {} on {}", text.substr(space + 1), text.substr(0, space));
+}
+
+/// Takes this process's RANK in the store: one process per rank. A second process with the same RANK
+/// (the same command started twice, two jobs on one MASTER_PORT, a launcher that repeats RANK) would
+/// otherwise overwrite the first one's addresses and hang the group until the timeout.
+void claim_rank(c10d::Store& store, const DistEnv& env, const std::string& who) {
+  const std::string identity = fmt::format("{} {}", this_host(), getpid());
+  if (store.add(claims_key(env.rank), 1) == 1) {
+    store.set(owner_key(env.rank), bytes_of(identity));
+    return;
+  }
+  std::string other = "another process";
+  try {
+    // The first one publishes who it is right after its claim.
+    store.wait({owner_key(env.rank)}, std::chrono::seconds(1));
+    other = describe_owner(string_of(store.get(owner_key(env.rank))));
+  } catch (const std::exception&) {
+    // Not published (it stopped in between): "another process" it is.
+  }
+  throw InputError(fmt::format("{}: {} already joined as RANK={} at {}: each process of a job needs its own RANK (the "
+                               "same command started twice, or two jobs sharing MASTER_PORT?)",
+                               who, other, env.rank, env.endpoint()));
+}
+
+/// "; rank 1 was started 2 times" for every rank claimed by more than one process ("" when none).
+std::string twice_started(c10d::Store& store, const DistEnv& env) {
+  std::string out;
+  for (int r = 0; r < env.world_size; ++r) {
+    const auto claims = store.add(claims_key(r), 0);
+    if (claims > 1) out += fmt::format("; rank {} was started {} times", r, claims);
+  }
+  return out;
+}
+
+/// This host's address on the route to MASTER_ADDR: where the other ranks can reach this one. On one
+/// host that is 127.0.0.1; across hosts (or network namespaces) the interface facing the master, not
+/// whatever the host name resolves to. Falls back to MASTER_ADDR itself where there is no route.
+std::string route_address(const std::string& master_addr) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  std::string out = master_addr == "localhost" ? "127.0.0.1" : master_addr;
+  if (getaddrinfo(master_addr.c_str(), "9", &hints, &found) != 0 || found == nullptr) return out;
+  const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  char text[INET6_ADDRSTRLEN] = {};
+  // A UDP connect sends nothing: it only asks the kernel which local address the route uses.
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+    const void* address = local.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                                                      : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    if (inet_ntop(local.ss_family, address, text, sizeof text) != nullptr) out = text;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  return out;
+}
+
+/// Gloo's transport devices: the interfaces in GLOO_SOCKET_IFNAME (comma-separated, as PyTorch reads
+/// it), else this host's address on the route to MASTER_ADDR.
+std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const DistEnv& env) {
+  std::vector<std::shared_ptr<::gloo::transport::Device>> out;
+  const char* names = std::getenv("GLOO_SOCKET_IFNAME");
+  if (names == nullptr || *names == '\0') {
+    out.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(route_address(env.master_addr)));
+    return out;
+  }
+  std::string list = names;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, comma - start);
+    try {
+      out.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("GLOO_SOCKET_IFNAME={}: no usable interface '{}' on this host ({})", list, name,
+                                   message_of(e)));
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
 struct ProcessGroup::Impl {
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::Store> store;  ///< the TCPStore, under this attempt's prefix
   c10::intrusive_ptr<backend::CollectiveBackend> collectives;
   std::vector<Peer> peers;  ///< by rank
 
@@ -193,21 +377,49 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
   };
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env.master_port);
-  options.isServer = env.rank == 0;
+  const bool host_store = env.rank == 0 && !env.agent_store;  // under torchrun its agent hosts it
+  options.isServer = host_store;
   options.numWorkers = static_cast<std::size_t>(env.world_size);
   options.waitWorkers = false;  // membership is checked below, with a clear error
   options.timeout = timeout;
   try {
-    impl_->store = connect_store(env.master_addr, options, timeout);
+    // Every key under this attempt's prefix: torchrun's agent keeps its store across restarts, and
+    // a restarted group must not read the failed attempt's addresses and membership.
+    auto store = connect_store(
+        // By value: past the deadline this runs on after the constructor has thrown.
+        [addr = env.master_addr, port = env.master_port, agent = env.agent_store, options,
+         timeout]() -> c10::intrusive_ptr<c10d::Store> {
+          c10::intrusive_ptr<c10d::Store> store;
+          if (agent) {
+            store = connect_agent_store(addr, port, timeout);
+          } else {
+            store = c10::make_intrusive<c10d::TCPStore>(addr, options);
+          }
+          // One round trip with an answer, inside the deadline: LibTorch 1.13's client connects to anything
+          // and its queries with answers (add, check) wait for them without a timeout.
+          store->check({"torchprobe/handshake"});
+          return store;
+        },
+        timeout);
+    impl_->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("torchprobe/attempt_{}", env.restart_count),
+                                                          std::move(store));
   } catch (const StoreSilent& e) {
     throw silent_store(e.what());
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format(
-        "{}: {} the rendezvous store at {} within {} ({}): {}", who,
-        env.rank == 0 ? "could not host" : "could not reach", env.endpoint(), seconds(timeout),
-        env.rank == 0 ? "is the port free and MASTER_ADDR an address of this host?"
-                      : "is rank 0 running, and are MASTER_ADDR and MASTER_PORT the same for every rank?",
+        "{}: {} the rendezvous store at {} within {} ({}): {}", who, host_store ? "could not host" : "could not reach",
+        env.endpoint(), seconds(timeout),
+        host_store        ? "is the port free (another job's rank 0 or another program may hold it) and MASTER_ADDR an address of this host?"
+        : env.agent_store ? "is torchrun's agent on MASTER_ADDR still running?"
+                          : "is rank 0 running, and are MASTER_ADDR and MASTER_PORT the same for every rank?",
         message_of(e)));
+  }
+  try {
+    claim_rank(*impl_->store, env, who);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw silent_store(message_of(e));
   }
   // Every rank publishes its WORLD_SIZE; each compares with rank 0's, and rank 0 with everyone's.
   impl_->store->set(fmt::format("torchprobe/world_size/{}", env.rank), bytes_of(std::to_string(env.world_size)));
@@ -256,14 +468,14 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
       throw silent_store(message_of(e));
     }
     throw std::runtime_error(fmt::format("{}: not every rank joined at {} within {} (missing: rank {}; not started, "
-                                         "or started with another MASTER_ADDR/MASTER_PORT?): {}", who, env.endpoint(),
-                                         seconds(timeout), missing.empty() ? "?" : missing, message_of(e)));
+                                         "or started with another MASTER_ADDR/MASTER_PORT?{}): {}", who, env.endpoint(),
+                                         seconds(timeout), missing.empty() ? "?" : missing, twice_started(*impl_->store, env),
+                                         message_of(e)));
   }
-  // Each rank says where it runs, so a failure later can name the rank that went away.
+  // Where each rank runs (published when it claimed its rank), so a failure later can name the rank that went away.
   try {
-    impl_->store->set(fmt::format("torchprobe/peer/{}", env.rank), bytes_of(fmt::format("{} {}", this_host(), getpid())));
     for (int r = 0; r < env.world_size; ++r) {
-      const std::string key = fmt::format("torchprobe/peer/{}", r);
+      const std::string key = owner_key(r);
       impl_->store->wait({key}, timeout);
       const std::string text = string_of(impl_->store->get(key));
       const size_t space = text.rfind(' ');
@@ -279,7 +491,7 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
   }
   auto gloo_options = c10d::ProcessGroupGloo::Options::create();
   gloo_options->timeout = timeout;
-  gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr == "localhost" ? "127.0.0.1" : env.master_addr));
+  gloo_options->devices = gloo_devices(env);
   impl_->collectives = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world_size, gloo_options);
 }
 

@@ -6,25 +6,54 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/types.h>
 
 namespace torchprobe::dist {
 
-/// Where and who this process is, as torchrun sets it.
+/// Where and who this process is, as its launcher says.
 struct DistEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  /// "torchrun" (TORCHELASTIC_* set), "slurm" (srun's SLURM_* variables) or "environment" (the
+  /// variables set by hand or by scripts/launch.sh).
+  std::string launcher = "environment";
+  /// torchrun: the launcher's agent hosts the store at MASTER_ADDR:MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE),
+  /// so every rank, rank 0 too, connects to it as a client.
+  bool agent_store = false;
+  int restart_count = 0;  ///< torchrun's TORCHELASTIC_RESTART_COUNT: how often the group was restarted
+  int max_restarts = 0;   ///< torchrun's --max-restarts
   std::string endpoint() const { return master_addr + ":" + std::to_string(master_port); }
 };
 
-/// Reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK through `get` (getenv by
-/// default). Throws InputError naming the variable that is missing or invalid.
+/// Reads the launcher's variables through `get` (getenv by default). With RANK set (torchrun,
+/// scripts/launch.sh, by hand): MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK (default
+/// RANK) and torchrun's TORCHELASTIC_* variables. Otherwise, under srun: RANK = SLURM_PROCID,
+/// WORLD_SIZE = SLURM_NTASKS, LOCAL_RANK = SLURM_LOCALID, MASTER_ADDR = MASTER_ADDR or the first host
+/// of SLURM_STEP_NODELIST / SLURM_NODELIST / SLURM_JOB_NODELIST, MASTER_PORT = MASTER_PORT or
+/// slurm_default_port(). Throws InputError naming the variable that is missing or invalid.
 DistEnv env_from(const std::function<const char*(const char*)>& get);
 DistEnv env_from_environment();
+
+/// The first host of a SLURM host list, as `scontrol show hostnames LIST | head -n 1` prints it:
+/// "gpu[07-09,12],cpu1" -> "gpu07"; "rack[1-2]-n[01-04]" -> "rack1-n01". Throws InputError for
+/// an empty or malformed list.
+std::string first_slurm_host(const std::string& nodelist);
+
+/// MASTER_PORT under SLURM when it is not set: 15000 + the last four digits of SLURM_JOB_ID (as
+/// PyTorch Lightning derives it, so two jobs sharing a node do not collide); 29500 without a job id.
+int slurm_default_port(const char* job_id);
+
+/// What a results file says of the launch: launcher, and torchrun's restart count, so a result
+/// from a restarted group says so.
+std::vector<std::pair<std::string, std::string>> launch_context(const DistEnv& env);
+/// One line for the text output where the group was restarted ("" otherwise).
+std::string restart_note(const DistEnv& env);
 
 /// This rank's device, by the one device grammar where one device is meant: "cpu"; "cuda" is
 /// cuda:LOCAL_RANK (one GPU per rank, as torchrun users set it); "cuda:N". Throws InputError when the

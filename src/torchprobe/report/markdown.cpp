@@ -1,6 +1,7 @@
 // report.md and the console summary: the same tables, two renderings.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -145,12 +146,45 @@ Table op_table(const ResultSet& results) {
   return t;
 }
 
+/// Distributed training across world sizes: one row per dist_train result, grouped by configuration
+/// (the name without world:N), then by world size.
+Table scaling_table(const ResultSet& results) {
+  Table t;
+  t.header = {"configuration", "world", "step ms", "images/s", "scaling efficiency", "all-reduce ms",
+              "all-reduce share", "busbw GB/s"};
+  t.right_aligned = {false, true, true, true, true, true, true, true};
+  std::vector<std::pair<std::pair<std::string, double>, const Result*>> rows;
+  for (const auto& r : results.results) {
+    if (r.suite != "dist_train") continue;
+    std::string configuration = r.name;
+    const auto world = r.params.find("world");
+    if (world != r.params.end()) {
+      const std::string part = "/world:" + world->second;
+      const size_t at = configuration.find(part);
+      if (at != std::string::npos) configuration.erase(at, part.size());
+    }
+    rows.push_back({{r.device_label + " " + configuration, r.counter("world_size")}, &r});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [key, r] : rows) {
+    const std::string configuration = key.first.substr(key.first.find(' ') + 1);
+    if (r->failed()) {
+      t.add({configuration, fmt::format("{:.0f}", key.second), "failed", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    t.add({configuration, fmt::format("{:.0f}", key.second), format_ms(r->median_ms), format_rate(r->counter("images_per_s")),
+           format_pct(100.0 * r->counter("scaling_efficiency")), format_ms(r->counter("all_reduce_ms_per_step")),
+           format_pct(r->counter("all_reduce_share_pct")), format_number(r->counter("busbw_gbps"))});
+  }
+  return t;
+}
+
 Table other_table(const ResultSet& results) {
   Table t;
   t.header = {"benchmark", "device", "median ms", "CV", "images/s"};
   t.right_aligned = {false, false, true, true, true};
   for (const auto& r : results.results) {
-    if (r.suite == "train_step" || r.suite == "op") continue;
+    if (r.suite == "train_step" || r.suite == "op" || r.suite == "dist_train") continue;
     t.add({r.name, r.device_label, r.failed() ? "failed" : format_ms(r.median_ms), cv_cell(r),
            format_rate(r.counter("images_per_s"))});
   }
@@ -221,6 +255,13 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
     out += "\n## Ops\n\nGFLOP/s and GB/s from analytic FLOP and minimal byte counts at the median time; % of roof "
            "against the roofline of the device's peaks measured in the same run.\n\n" + ops.markdown();
   }
+  const Table scaling = scaling_table(results);
+  if (!scaling.rows.empty()) {
+    out += "\n## Distributed training: scaling\n\nPer world size (ranks x batch per rank): the slowest rank's median "
+           "step, global images/s, scaling efficiency (global / (world x one process alone)), the gradient "
+           "all-reduce per step as the last rank to arrive sees it, its share of the step, and its bus bandwidth "
+           "(bytes x 2(n-1)/n / time, as nccl-tests define it).\n\n" + scaling.markdown();
+  }
   const Table others = other_table(results);
   if (!others.rows.empty()) out += "\n## Other benchmarks\n\n" + others.markdown();
 
@@ -245,6 +286,8 @@ std::string to_console_summary(const ResultSet& results, const ReportOptions& op
   if (!variants.rows.empty()) out += "train_step variants\n" + variants.console() + "\n";
   const Table ops = op_table(results);
   if (!ops.rows.empty()) out += "ops\n" + ops.console() + "\n";
+  const Table scaling = scaling_table(results);
+  if (!scaling.rows.empty()) out += "dist_train scaling\n" + scaling.console() + "\n";
   const Table others = other_table(results);
   if (!others.rows.empty()) out += "other\n" + others.console() + "\n";
   const auto lines = warnings(results, options.noise_cv_pct);

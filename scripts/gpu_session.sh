@@ -70,6 +70,11 @@ gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"; gpus="${gpus:-0}"
 if (( gpus > 0 )); then
   mkdir -p "$out/dist"
   step nccl_allreduce "$root/scripts/launch.sh" "$gpus" "$tp" dist allreduce --device cuda --out "$out/dist/nccl_allreduce.json"
+  # The same under the machine's own torchrun (its agent store, NCCL on cuda:LOCAL_RANK), where it has one.
+  if command -v torchrun > /dev/null; then
+    step nccl_torchrun_train env PYTHONWARNINGS=ignore torchrun --nproc-per-node="$gpus" --no-python "$tp" dist train \
+      --device cuda --model resnet18 --batch 128 --steps 30 --warmup 5 --out "$out/dist/nccl_torchrun_train_resnet18.json"
+  fi
   for model in net resnet18; do
     step "nccl_train_$model" "$root/scripts/launch.sh" "$gpus" "$tp" dist train --device cuda --model "$model" --batch 128 \
       --steps 30 --warmup 5 --out "$out/dist/nccl_train_$model.json"

@@ -13,6 +13,7 @@ struct Table {
   void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
   std::string markdown() const;
   std::string console() const;
+  std::string html() const;  ///< a <table>, cells escaped; right-aligned cells get class "num"
 };
 
 /// Number formatting shared by every printer; NaN prints as "-" ("" in CSV).

@@ -41,12 +41,13 @@ std::string run(std::mt19937_64& rng, int i, double step_ms, const std::string& 
                          {kAdd, docs::samples(rng, 2.0, 0.01, 5), {}}});
 }
 
-// Adds `values.size()` runs whose training step has these medians; commit of run i is "c<i>".
-void add_series(history::Store& store, const std::vector<double>& values, std::uint64_t seed = 1) {
-  std::mt19937_64 rng(seed);
+// Adds `values.size()` runs whose training step has these medians; run i's commit is "c<i>", except the
+// last `new_runs` runs, which are runs of one commit, "new".
+void add_series(history::Store& store, const std::vector<double>& values, size_t new_runs = 0) {
+  std::mt19937_64 rng(1);
   for (size_t i = 0; i < values.size(); ++i) {
-    store.add_documents({{"run" + std::to_string(i) + ".json", run(rng, static_cast<int>(i), values[i])}},
-                        labels(fmt::format("c{:04}", i)));
+    const std::string commit = i + new_runs >= values.size() ? "new" : fmt::format("c{:04}", i);
+    store.add_documents({{"run" + std::to_string(i) + ".json", run(rng, static_cast<int>(i), values[i])}}, labels(commit));
   }
 }
 
@@ -328,6 +329,24 @@ TEST(HistoryChangePoints, PureNoiseRarelyYieldsAChangePoint) {
   EXPECT_LE(rate(test_alone), 10.0);  // alpha = 0.05 with the permutation test's own error
 }
 
+// How many runs of history a change on the newest runs needs (stated in docs/history.md): one run of the new
+// commit must stand out among ~60 positions for p < 0.05; two runs need 10 runs before them.
+TEST(HistoryChangePoints, AChangeOnTheNewestRunsNeedsEnoughHistory) {
+  const auto found_at = [](size_t history_runs, size_t new_runs, std::uint64_t seed) {
+    const auto values = planted(seed, history_runs + new_runs, 0.01, {{history_runs, 0.10}});
+    for (const auto& c : history::e_divisive(values, {})) {
+      if (c.index == history_runs) return true;
+    }
+    return false;
+  };
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    EXPECT_TRUE(found_at(60, 1, seed)) << "seed " << seed;
+    EXPECT_FALSE(found_at(30, 1, seed)) << "seed " << seed;  // p >= 2/31: never significant
+    EXPECT_TRUE(found_at(10, 2, seed)) << "seed " << seed;
+    EXPECT_TRUE(found_at(6, 3, seed)) << "seed " << seed;
+  }
+}
+
 TEST(HistoryChangePoints, SmallStepsBelowTheMinimumAreNotReported) {
   const auto values = planted(3, 60, 0.002, {{30, 0.03}});
   EXPECT_TRUE(history::e_divisive(values, {}).empty());
@@ -345,8 +364,8 @@ TEST(HistoryAnalysis, ShowAndCheckFindTheSlowdownOnTheNewestCommit) {
   TempDir dir("torchprobe-history");
   history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
   std::vector<double> values(40, 5.0);
-  values.back() = 5.6;  // the newest commit is 12% slower
-  add_series(store, values);
+  values[38] = values[39] = 5.6;  // two runs of the newest commit, 12% slower
+  add_series(store, values, /*new_runs=*/2);
   const auto reports = history::analyze(store.series({}), {});
   ASSERT_EQ(reports.size(), 2u);
   const history::SeriesReport* step = nullptr;
@@ -354,7 +373,8 @@ TEST(HistoryAnalysis, ShowAndCheckFindTheSlowdownOnTheNewestCommit) {
   ASSERT_NE(step, nullptr);
   ASSERT_EQ(step->changes.size(), 1u);
   const auto& change = step->changes[0];
-  EXPECT_EQ(change.commit, "c0039");
+  EXPECT_EQ(change.commit, "new");
+  EXPECT_EQ(change.index, 38u);
   EXPECT_NEAR(change.before_ms, 5.0, 0.1);
   EXPECT_NEAR(change.after_ms, 5.6, 0.1);
   EXPECT_NEAR(change.change_pct, 12.0, 2.5);
@@ -363,11 +383,11 @@ TEST(HistoryAnalysis, ShowAndCheckFindTheSlowdownOnTheNewestCommit) {
   const auto slow = history::slowdowns_at(reports, store.newest_commit());
   ASSERT_EQ(slow.size(), 1u);
   EXPECT_EQ(slow[0].report, step);
-  const std::string text = history::check_console(slow, "c0039", reports.size(), {});
+  const std::string text = history::check_console(slow, "new", reports.size(), {});
   EXPECT_TRUE(std::regex_search(text, std::regex("SLOWER  train_step/net/cpu/batch:64/dtype:fp32/layout:nchw  device cpu  host host-a")))
       << text;
-  EXPECT_NE(text.find("FAIL: 1 of 2 series slowed down at commit c0039"), std::string::npos) << text;
-  EXPECT_TRUE(history::slowdowns_at(reports, "c0038").empty());
+  EXPECT_NE(text.find("FAIL: 1 of 2 series slowed down at commit new"), std::string::npos) << text;
+  EXPECT_TRUE(history::slowdowns_at(reports, "c0037").empty());
   EXPECT_NE(history::check_console({}, "c0038", 2, {}).find("OK: no slowdown change point at commit c0038 in 2 series"),
             std::string::npos);
 
@@ -380,11 +400,11 @@ TEST(HistoryAnalysis, ShowAndCheckFindTheSlowdownOnTheNewestCommit) {
     ASSERT_EQ(b["change_points"].size(), 1u);
     const auto& c = b["change_points"][0];
     for (const char* key : {"commit", "before_ms", "after_ms", "change_pct", "p_value"}) EXPECT_TRUE(c.contains(key)) << key;
-    EXPECT_EQ(c["commit"], "c0039");
+    EXPECT_EQ(c["commit"], "new");
   }
   const std::string console = history::show_console(reports, 5);
-  EXPECT_NE(console.find("(35 earlier runs; --last 0 shows all)"), std::string::npos) << console;
-  EXPECT_NE(console.find("change point at c0039"), std::string::npos) << console;
+  EXPECT_NE(console.find("(35 earlier runs not listed)"), std::string::npos) << console;
+  EXPECT_NE(console.find("change point at new"), std::string::npos) << console;
   EXPECT_NE(console.find("2 series, 1 with change points"), std::string::npos) << console;
 }
 

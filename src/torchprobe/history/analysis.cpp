@@ -64,7 +64,7 @@ std::string points_table(const Series& series, const std::vector<SeriesChange>& 
     table.add({short_commit(p.commit), p.branch, p.date, format_duration(p.median_ms), cv_text(p.cv_pct),
                std::to_string(p.repetitions), mark});
   }
-  std::string out = first > 0 ? fmt::format("  ({} earlier runs; --last 0 shows all)\n", first) : "";
+  std::string out = first > 0 ? fmt::format("  ({} earlier runs not listed)\n", first) : "";
   std::string text = table.console();
   for (size_t start = 0; start < text.size();) {  // indented under the series' header
     const size_t nl = std::min(text.find('\n', start), text.size());

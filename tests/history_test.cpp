@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -49,6 +50,13 @@ void add_series(history::Store& store, const std::vector<double>& values, size_t
     const std::string commit = i + new_runs >= values.size() ? "new" : fmt::format("c{:04}", i);
     store.add_documents({{"run" + std::to_string(i) + ".json", run(rng, static_cast<int>(i), values[i])}}, labels(commit));
   }
+}
+
+// n medians of `before`, then `after` from index `at` on.
+std::vector<double> step_values(size_t n, size_t at, double before, double after) {
+  std::vector<double> values(n, before);
+  std::fill(values.begin() + static_cast<std::ptrdiff_t>(at), values.end(), after);
+  return values;
 }
 
 const history::Series* find(const std::vector<history::Series>& all, const std::string& name) {
@@ -363,9 +371,7 @@ TEST(HistoryChangePoints, SmallStepsBelowTheMinimumAreNotReported) {
 TEST(HistoryAnalysis, ShowAndCheckFindTheSlowdownOnTheNewestCommit) {
   TempDir dir("torchprobe-history");
   history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
-  std::vector<double> values(40, 5.0);
-  values[38] = values[39] = 5.6;  // two runs of the newest commit, 12% slower
-  add_series(store, values, /*new_runs=*/2);
+  add_series(store, step_values(40, 38, 5.0, 5.6), /*new_runs=*/2);  // two runs of the newest commit, 12% slower
   const auto reports = history::analyze(store.series({}), {});
   ASSERT_EQ(reports.size(), 2u);
   const history::SeriesReport* step = nullptr;
@@ -411,9 +417,7 @@ TEST(HistoryAnalysis, ShowAndCheckFindTheSlowdownOnTheNewestCommit) {
 TEST(HistoryAnalysis, AFasterCommitIsNotASlowdown) {
   TempDir dir("torchprobe-history");
   history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
-  std::vector<double> values(40, 5.0);
-  for (size_t i = 20; i < values.size(); ++i) values[i] = 4.0;
-  add_series(store, values);
+  add_series(store, step_values(40, 20, 5.0, 4.0));
   const auto reports = history::analyze(store.series({}), {});
   ASSERT_EQ(find(store.series({}), kStep)->points.size(), 40u);
   EXPECT_TRUE(history::slowdowns_at(reports, "c0020").empty());
@@ -429,9 +433,7 @@ TEST(HistoryAnalysis, AFasterCommitIsNotASlowdown) {
 TEST(HistoryDashboard, OneChartPerSeriesChangePointsMarkedNothingFromTheNetwork) {
   TempDir dir("torchprobe-history");
   history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
-  std::vector<double> values(30, 5.0);
-  for (size_t i = 15; i < values.size(); ++i) values[i] = 5.75;
-  add_series(store, values);
+  add_series(store, step_values(30, 15, 5.0, 5.75));
   history::DashboardOptions options;
   options.usd_per_hour = history::parse_prices("cpu=0.36");
   const auto reports = history::analyze(store.series({}), {});

@@ -22,9 +22,11 @@ struct ReadFlags {
   double alpha = 0.05;
   int permutations = 199;
 
-  void add_to(CLI::App* cmd, bool with_filter) {
+  /// The subcommand `name` of `history` with these flags.
+  CLI::App* add_subcommand(CLI::App& history, const std::string& name, const std::string& description) {
+    CLI::App* cmd = history.add_subcommand(name, description);
     cmd->add_option("--db", db, "History database")->capture_default_str();
-    if (with_filter) cmd->add_option("--filter", filter, "Only benchmarks whose name matches this regular expression (RE2)");
+    cmd->add_option("--filter", filter, "Only benchmarks whose name matches this regular expression (RE2)");
     cmd->add_option("--branch", branches, "Only runs of these branches (comma-separated; default: every branch)");
     cmd->add_option("--min-change", min_change, "A change point must move the median by at least this much")
         ->capture_default_str();
@@ -32,6 +34,7 @@ struct ReadFlags {
     cmd->add_option("--permutations", permutations, "Permutations per candidate change point")
         ->check(CLI::Range(19, 100000))
         ->capture_default_str();
+    return cmd;
   }
   history::ChangePointOptions options() const {
     history::ChangePointOptions o;
@@ -45,6 +48,10 @@ struct ReadFlags {
     q.filter = filter;
     if (!branches.empty()) q.branches = list_flag("--branch", branches);
     return q;
+  }
+  /// The series `query` selects in `store`, with their change points.
+  std::vector<history::SeriesReport> analyze(const history::Store& store, const history::SeriesQuery& query) const {
+    return history::analyze(store.series(query), options());
   }
 };
 
@@ -87,13 +94,12 @@ Command show_command(CLI::App& history) {
     size_t last = 10;
   };
   auto flags = std::make_shared<Flags>();
-  auto* cmd = history.add_subcommand("show", "Each benchmark's series per device and host (median and CV per run) and its change points");
-  flags->add_to(cmd, /*with_filter=*/true);
+  auto* cmd = flags->add_subcommand(history, "show", "Each benchmark's series per device and host (median and CV per run) and its change points");
   cmd->add_option("--last", flags->last, "Runs listed per series (0: all; --json has all)")->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print JSON: {\"benchmarks\": [{name, device, host, points, change_points}]}");
   return {cmd, [flags] {
             const history::Store store(flags->db, history::Store::Mode::kExisting);
-            const auto reports = history::analyze(store.series(flags->query()), flags->options());
+            const auto reports = flags->analyze(store, flags->query());
             const std::string text = flags->json ? history::show_json(reports) : history::show_console(reports, flags->last);
             std::fputs(text.c_str(), stdout);
             return 0;
@@ -105,9 +111,8 @@ Command check_command(CLI::App& history) {
     std::string commit;
   };
   auto flags = std::make_shared<Flags>();
-  auto* cmd = history.add_subcommand(
-      "check", "CI gate on the history: exit 1 when a significant slowdown change point falls on the commit, 0 otherwise, 2 for bad input");
-  flags->add_to(cmd, /*with_filter=*/true);
+  auto* cmd = flags->add_subcommand(
+      history, "check", "CI gate on the history: exit 1 when a significant slowdown change point falls on the commit, 0 otherwise, 2 for bad input");
   cmd->add_option("--commit", flags->commit, "Commit to check, or a unique prefix (default: the newest run's)");
   return {cmd, [flags] {
             const history::Store store(flags->db, history::Store::Mode::kExisting);
@@ -115,10 +120,9 @@ Command check_command(CLI::App& history) {
             if (commit.empty()) throw InputError(flags->db + ": no runs stored yet");
             history::SeriesQuery query = flags->query();
             query.also_commit = commit;
-            const auto options = flags->options();
-            const auto reports = history::analyze(store.series(query), options);
+            const auto reports = flags->analyze(store, query);
             const auto slowdowns = history::slowdowns_at(reports, commit);
-            std::fputs(history::check_console(slowdowns, commit, reports.size(), options).c_str(), stdout);
+            std::fputs(history::check_console(slowdowns, commit, reports.size(), flags->options()).c_str(), stdout);
             return slowdowns.empty() ? 0 : 1;
           }};
 }
@@ -128,8 +132,7 @@ Command html_command(CLI::App& history) {
     std::string out, prices;
   };
   auto flags = std::make_shared<Flags>();
-  auto* cmd = history.add_subcommand("html", "Write DIR/index.html: a chart per benchmark with its change points, a filter, the device table");
-  flags->add_to(cmd, /*with_filter=*/true);
+  auto* cmd = flags->add_subcommand(history, "html", "Write DIR/index.html: a chart per benchmark with its change points, a filter, the device table");
   cmd->add_option("--out", flags->out, "Output directory")->required();
   cmd->add_option("--price", flags->prices, "Rental prices, DEVICE=USD_PER_HOUR,... (e.g. cpu=0.10,cuda:0=2.50): adds costs");
   return {cmd, [flags] {
@@ -137,7 +140,7 @@ Command html_command(CLI::App& history) {
             if (!flags->prices.empty()) dashboard.usd_per_hour = history::parse_prices(flags->prices);
             const history::Store store(flags->db, history::Store::Mode::kExisting);
             const auto query = flags->query();
-            const auto reports = history::analyze(store.series(query), flags->options());
+            const auto reports = flags->analyze(store, query);
             io::write_file_set(flags->out, {{"index.html", history::dashboard_html(reports, store.latest_runs(query.branches), dashboard)}});
             std::fprintf(stderr, "torchprobe: wrote %s/index.html (%zu series)\n", flags->out.c_str(), reports.size());
             return 0;

@@ -49,8 +49,6 @@ std::vector<SeriesChange> settle(const Series& series, std::vector<ChangePoint> 
   }
 }
 
-std::string cv_text(double cv_pct) { return cv_pct < 0.0 ? "-" : format_pct(cv_pct); }
-
 std::string points_table(const Series& series, const std::vector<SeriesChange>& changes, size_t last) {
   report::Table table{{"commit", "branch", "date", "median", "CV", "reps", ""}, {false, false, false, true, true, true, false}, {}};
   const size_t n = series.points.size();
@@ -61,7 +59,7 @@ std::string points_table(const Series& series, const std::vector<SeriesChange>& 
     for (const auto& c : changes) {
       if (c.index == i) mark = fmt::format("<- change {}", format_pct(c.change_pct, /*sign=*/true));
     }
-    table.add({short_commit(p.commit), p.branch, p.date, format_duration(p.median_ms), cv_text(p.cv_pct),
+    table.add({short_commit(p.commit), p.branch, p.date, format_duration(p.median_ms), report::format_cv(p.cv_pct),
                std::to_string(p.repetitions), mark});
   }
   std::string out = first > 0 ? fmt::format("  ({} earlier runs not listed)\n", first) : "";

@@ -134,7 +134,7 @@ std::string series_svg(const SeriesReport& report, size_t id) {
       const Point& p = points[i];
       body += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="2.5" fill="#4e79a7"><title>{} {}: {} (CV {})</title></circle>)" "\n",
                           x_of(i), y_of(p.median_ms), xml_escape(short_commit(p.commit)), xml_escape(p.date),
-                          xml_escape(report::format_duration(p.median_ms)), p.cv_pct < 0 ? "-" : report::format_pct(p.cv_pct));
+                          xml_escape(report::format_duration(p.median_ms)), report::format_cv(p.cv_pct));
     }
   }
   // Change points: a label above the plot, placed so it stays inside the chart; labels alternate rows.
@@ -188,7 +188,7 @@ std::string device_section(const report::ResultSet& latest, const DashboardOptio
       const report::Result& r = *it->second;
       const double rate = report::images_per_s(row, device);
       std::vector<std::string> cells{row.label(), device, r.device_name, r.failed() ? "failed" : report::format_rate(rate),
-                                     r.cv_pct < 0 ? "-" : report::format_pct(r.cv_pct)};
+                                     report::format_cv(r.cv_pct)};
       if (priced) {
         const auto price = options.usd_per_hour.find(device);
         const double usd = price == options.usd_per_hour.end() ? NAN : price->second;

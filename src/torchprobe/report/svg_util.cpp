@@ -7,14 +7,20 @@ namespace torchprobe::report {
 
 std::string xml_escape(const std::string& text) {
   std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
+  for (const char ch : text) {
+    switch (ch) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
-      default: out += c;
+      case '\'': out += "&apos;"; break;
+      default:
+        // Control characters other than tab and newlines are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
+          out += ' ';
+        } else {
+          out += ch;
+        }
     }
   }
   return out;

@@ -6,7 +6,8 @@
 
 namespace torchprobe::report {
 
-/// Escapes &, <, > and " for XML text and attribute values (SVG, HTML).
+/// Escapes &, <, >, " and ' for XML text and attribute values (SVG, HTML, JUnit); control characters XML 1.0
+/// does not allow become spaces.
 std::string xml_escape(const std::string& text);
 
 /// An upper bound of the width in px of `text` in a sans-serif font of `font_size` px: per-character

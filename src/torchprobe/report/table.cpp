@@ -114,6 +114,8 @@ std::string format_pct(double pct, bool sign) {
   return sign ? fmt::format("{:+.1f}%", pct) : fmt::format("{:.1f}%", pct);
 }
 
+std::string format_cv(double cv_pct) { return cv_pct >= 0.0 ? format_pct(cv_pct) : "-"; }
+
 std::string format_roof_pct(double pct, const std::string& label) {
   const std::string text = format_pct(pct);
   return label.empty() || text == "-" ? text : text + " (" + label + ")";

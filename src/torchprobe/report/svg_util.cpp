@@ -63,7 +63,7 @@ std::vector<double> linear_ticks(double lo, double hi, int target) {
   if (!(hi > lo)) hi = lo + 1.0;
   const double raw = (hi - lo) / target, mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-6; t += step) ticks.push_back(t);
+  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-6; t += step) ticks.push_back(t == 0.0 ? 0.0 : t);  // no "-0"
   return ticks;
 }
 

@@ -117,6 +117,10 @@ set_target_properties(torchprobe::re2 PROPERTIES IMPORTED_LOCATION "${TORCHPROBE
   INTERFACE_INCLUDE_DIRECTORIES "${TORCHPROBE_RE2_INCLUDE_DIR}")
 message(STATUS "torchprobe: RE2 ${TORCHPROBE_RE2_LIBRARY}")
 find_package(CLI11 REQUIRED)
+# SQLite for the performance history (torchprobe::history): Debian's libsqlite3-dev, found by CMake's
+# own FindSQLite3 (the SQLite::SQLite3 target).
+find_package(SQLite3 REQUIRED)
+message(STATUS "torchprobe: SQLite ${SQLite3_VERSION} ${SQLite3_LIBRARIES}")
 if(TORCHPROBE_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()

@@ -1,10 +1,10 @@
 # cmake --install: the libraries, their headers and torchprobeConfig.cmake, so other projects can
-# find_package(torchprobe) and link torchprobe::core, ::report, ::diagnostics (and ::dist where built);
+# find_package(torchprobe) and link torchprobe::core, ::report, ::history, ::diagnostics (and ::dist where built);
 # the programs into bin/.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(_tp_libraries torchprobe_base torchprobe_core torchprobe_report torchprobe_diagnostics)
+set(_tp_libraries torchprobe_base torchprobe_core torchprobe_report torchprobe_history torchprobe_diagnostics)
 if(TORCHPROBE_HAS_DIST)
   list(APPEND _tp_libraries torchprobe_dist)
 endif()

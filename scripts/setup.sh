@@ -16,8 +16,11 @@
 TORCHPROBE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The PyTorch wheel of the cuda flavour: the version the project's reference GPU host runs.
 TORCHPROBE_TORCH_PIP_VERSION="${TORCHPROBE_TORCH_PIP_VERSION:-2.11.0}"
+# libsqlite3-dev: the performance history's store; chromium (headless) and its font, zlib1g-dev (decoding
+# its screenshots): the dashboard's browser test.
 TORCHPROBE_DEBS=(cmake ninja-build g++ libbenchmark-dev libgtest-dev
-                 libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev libre2-dev)
+                 libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgloo-dev libre2-dev
+                 libsqlite3-dev zlib1g-dev chromium fonts-dejavu-core)
 # Debian's LibTorch calls whatever libblas.so.3 is selected. OpenBLAS's OpenMP build runs in the OpenMP
 # pool LibTorch uses; its pthreads build keeps a second pool that spins beside it (torchprobe pins that
 # one to a single thread). Both are installed, so the tests cover both; the OpenMP build is selected.

@@ -10,6 +10,7 @@
 #include "torchprobe/input_error.h"
 #include "torchprobe/report/compare.h"
 #include "torchprobe/report/printers.h"
+#include "torchprobe/report/svg_util.h"
 #include "torchprobe/report/views.h"
 
 namespace report = torchprobe::report;
@@ -313,6 +314,40 @@ TEST(ReportSvg, WellFormedWithOneBarPerDevicePerConfiguration) {
   EXPECT_NE(rate.find("images/s (higher is better)"), std::string::npos);
   EXPECT_EQ(count(charts[1].svg, R"(class="bar" data-device="cuda:0")"), 1u);
   EXPECT_NE(charts[1].svg.find(">11.0x<"), std::string::npos);
+}
+
+// Margins come from the text: a long configuration label keeps its model name inside the chart, and the
+// axis title has one parenthesis. (The real rendering is checked in a browser: history_browser_test.)
+TEST(ReportSvg, LongLabelsFitTheLeftMarginAndTheAxisTitleIsNotDoubled) {
+  const std::string entry = R"({"name": "train_step/resnet18/cpu/batch:64/dtype:bf16/layout:cl/manual_time", "run_type": "iteration",
+                                "real_time": 500, "time_unit": "ms", "images_per_s": 128})";
+  const std::string fast = R"({"name": "train_step/net/cpu/batch:4/manual_time", "run_type": "iteration",
+                               "real_time": 0.5, "time_unit": "ms", "images_per_s": 8000})";
+  const auto charts = report::make_charts(report::parse_results(R"({"benchmarks": [)" + entry + "," + fast + "]}", "long.json"));
+  ASSERT_EQ(charts.size(), 1u);
+  const std::string& svg = charts[0].svg;
+  const std::string label = "resnet18 batch:64 dtype:bf16/layout:cl";
+  const std::regex anchored_end(R"re(<text x="([0-9.]+)" y="[0-9.]+" font-size="12" text-anchor="end">([^<]*)<title>)re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, anchored_end)) << svg;
+  bool found = false;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), anchored_end); it != std::sregex_iterator(); ++it) {
+    const double right_end = std::stod((*it)[1].str());
+    EXPECT_GE(right_end - report::text_width((*it)[2].str(), 12), 0.0) << (*it)[2].str() << " starts left of the chart";
+    found = found || (*it)[2].str() == label;
+  }
+  EXPECT_TRUE(found) << "no label '" << label << "' in\n" << svg;
+  EXPECT_NE(svg.find("images/s (higher is better, log scale)"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find(") ("), std::string::npos) << svg;
+}
+
+// The width estimate stays an upper bound of what a browser renders (DejaVu Sans, measured in Chromium by getBBox).
+TEST(ReportSvg, TextWidthEstimateIsAnUpperBoundOfTheRenderedWidth) {
+  EXPECT_GE(report::text_width("batch:64 dtype:bf16/layout:cl", 12), 178.05);
+  EXPECT_LE(report::text_width("batch:64 dtype:bf16/layout:cl", 12), 1.25 * 178.05);  // and not wildly above it
+  EXPECT_EQ(report::shorten("abcdef", 3), "abc...");
+  EXPECT_EQ(report::shorten("abc", 3), "abc");
+  EXPECT_EQ(report::xml_escape(R"(<a & "b">)"), "&lt;a &amp; &quot;b&quot;&gt;");
 }
 
 TEST(ReportSvg, NoSpeedupChartWithoutAnotherDevice) {

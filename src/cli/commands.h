@@ -24,5 +24,6 @@ std::vector<Command> add_compare_command(CLI::App& app);
 std::vector<Command> add_diagnose_command(CLI::App& app);  ///< diagnose device, diagnose memory
 std::vector<Command> add_explain_command(CLI::App& app);
 std::vector<Command> add_dist_command(CLI::App& app);  ///< dist allreduce, train, dataparallel (where built)
+std::vector<Command> add_history_command(CLI::App& app);  ///< history add, show, check, html
 
 }  // namespace torchprobe::cli

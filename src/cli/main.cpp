@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<cli::Command> commands;
   for (auto add : {cli::add_devices_command, cli::add_report_command, cli::add_compare_command, cli::add_diagnose_command,
-                   cli::add_explain_command, cli::add_dist_command}) {
+                   cli::add_explain_command, cli::add_dist_command, cli::add_history_command}) {
     for (auto& c : add(app)) commands.push_back(std::move(c));
   }
   return torchprobe::run_cli(app, argc, argv, [&] {

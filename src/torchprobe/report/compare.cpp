@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "torchprobe/input_error.h"
+#include "torchprobe/report/svg_util.h"
 #include "torchprobe/report/table.h"
 
 namespace torchprobe::report {
@@ -139,7 +140,7 @@ bool fails_gate(Verdict v, const CompareOptions& options) {
   return v == Verdict::kSlower || v == Verdict::kFailed || (v == Verdict::kUnconfirmed && options.fail_unconfirmed);
 }
 
-std::string cv_text(const Side& s) { return s.cv_pct >= 0.0 ? format_pct(s.cv_pct) : "-"; }
+std::string cv_text(const Side& s) { return format_cv(s.cv_pct); }
 
 std::string time_text(const Side& s) {
   if (!s.present) return "-";
@@ -169,27 +170,6 @@ Table comparison_table(const CompareReport& report) {
            format_pct(100.0 * (report.geomean_ratio - 1.0), /*sign=*/true), "", "", "", "", "", ""});
   }
   return t;
-}
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // Control characters other than tab and newlines are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
-          out += ' ';
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
 }
 
 std::string row_detail(const Comparison& c) {

@@ -125,7 +125,7 @@ std::string shape_of(const Result& r) {
   return shape;
 }
 
-std::string cv_cell(const Result& r) { return r.cv_pct >= 0.0 ? format_pct(r.cv_pct) : "-"; }
+std::string cv_cell(const Result& r) { return format_cv(r.cv_pct); }
 
 Table op_table(const ResultSet& results) {
   Table t;

@@ -215,7 +215,8 @@ bool is_device(const std::string& token) {
   return false;
 }
 
-// Device labels: plain ids for one host; id@host when several hosts' devices meet in one report.
+}  // namespace
+
 void label_devices(ResultSet& set) {
   std::set<std::string> hosts;
   for (const auto& c : set.contexts) hosts.insert(c.host);
@@ -227,8 +228,6 @@ void label_devices(ResultSet& set) {
     }
   }
 }
-
-}  // namespace
 
 std::string ResultSet::partial_runs() const {
   std::string out;

@@ -78,6 +78,10 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
 /// Reads and merges files. Throws InputError naming the file when one is unreadable or malformed.
 ResultSet load_results(const std::vector<std::string>& paths);
 
+/// Sets each result's device_label (its device, or device@host when the set holds several hosts) and
+/// device_name (from its run's inventory). load_results does it; call it after merging sets by hand.
+void label_devices(ResultSet& set);
+
 /// Splits "train_step/net/cuda:0/batch:64" into suite, subject, device and key:value params; sets the
 /// name (without the timing suffix). Plain scanning: any length of name.
 void parse_benchmark_name(const std::string& name, Result& result);

@@ -1,5 +1,7 @@
 #include "torchprobe/report/table.h"
 
+#include "torchprobe/report/svg_util.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,6 +36,21 @@ std::string Table::markdown() const {
     out += "\n";
   }
   return out;
+}
+
+std::string Table::html() const {
+  const auto cell = [&](const char* tag, size_t c, const std::string& text) {
+    return fmt::format("<{0}{1}>{2}</{0}>", tag, right(*this, c) ? " class=\"num\"" : "", xml_escape(text));
+  };
+  std::string out = "<table>\n<tr>";
+  for (size_t c = 0; c < header.size(); ++c) out += cell("th", c, header[c]);
+  out += "</tr>\n";
+  for (const auto& row : rows) {
+    out += "<tr>";
+    for (size_t c = 0; c < row.size(); ++c) out += cell("td", c, row[c]);
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
 }
 
 std::string Table::console() const {
@@ -96,6 +113,8 @@ std::string format_pct(double pct, bool sign) {
   if (!std::isfinite(pct)) return "-";
   return sign ? fmt::format("{:+.1f}%", pct) : fmt::format("{:.1f}%", pct);
 }
+
+std::string format_cv(double cv_pct) { return cv_pct >= 0.0 ? format_pct(cv_pct) : "-"; }
 
 std::string format_roof_pct(double pct, const std::string& label) {
   const std::string text = format_pct(pct);

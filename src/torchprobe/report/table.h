@@ -13,6 +13,7 @@ struct Table {
   void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
   std::string markdown() const;
   std::string console() const;
+  std::string html() const;  ///< a <table>, cells escaped; right-aligned cells get class "num"
 };
 
 /// Number formatting shared by every printer; NaN prints as "-" ("" in CSV).
@@ -22,6 +23,8 @@ std::string format_duration(double ms);
 std::string format_rate(double per_s);     ///< e.g. "12 345", "987", "1.23"
 std::string format_ratio(double ratio);    ///< e.g. "3.42x"
 std::string format_pct(double pct, bool sign = false);  ///< e.g. "4.2%" / "+4.2%"
+/// A CV over repetitions in %, "-" when below 0 (the schema's "fewer than 2 repetitions").
+std::string format_cv(double cv_pct);
 /// A % of a roof with its label when above 100%, e.g. "87.0%", "142.3% (cache-resident)".
 std::string format_roof_pct(double pct, const std::string& label);
 std::string format_number(double value, int significant = 3);

@@ -1,0 +1,167 @@
+#include "torchprobe/history/analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "torchprobe/report/table.h"
+#include "torchprobe/stats.h"
+
+namespace torchprobe::history {
+namespace {
+
+using report::format_duration;
+using report::format_pct;
+
+std::string short_commit(const std::string& sha) { return sha.substr(0, 10); }
+
+double segment_median(const std::vector<Point>& points, size_t begin, size_t end) {
+  std::vector<double> values;
+  for (size_t i = begin; i < end; ++i) values.push_back(points[i].median_ms);
+  return median(values);
+}
+
+// Medians between neighbouring change points; the weakest change below the minimum goes, until none is.
+std::vector<SeriesChange> settle(const Series& series, std::vector<ChangePoint> found, const ChangePointOptions& options) {
+  const auto& points = series.points;
+  while (true) {
+    std::vector<SeriesChange> changes;
+    for (size_t c = 0; c < found.size(); ++c) {
+      const size_t begin = c == 0 ? 0 : found[c - 1].index;
+      const size_t end = c + 1 == found.size() ? points.size() : found[c + 1].index;
+      SeriesChange change;
+      change.index = found[c].index;
+      change.commit = points[change.index].commit;
+      change.date = points[change.index].date;
+      change.before_ms = segment_median(points, begin, change.index);
+      change.after_ms = segment_median(points, change.index, end);
+      change.change_pct = 100.0 * (change.after_ms - change.before_ms) / change.before_ms;
+      change.p_value = found[c].p_value;
+      changes.push_back(change);
+    }
+    const auto weakest = std::min_element(changes.begin(), changes.end(), [](const SeriesChange& a, const SeriesChange& b) {
+      return std::fabs(a.change_pct) < std::fabs(b.change_pct);
+    });
+    if (weakest == changes.end() || std::fabs(weakest->change_pct) >= options.min_change_pct) return changes;
+    found.erase(found.begin() + (weakest - changes.begin()));
+  }
+}
+
+std::string points_table(const Series& series, const std::vector<SeriesChange>& changes, size_t last) {
+  report::Table table{{"commit", "branch", "date", "median", "CV", "reps", ""}, {false, false, false, true, true, true, false}, {}};
+  const size_t n = series.points.size();
+  const size_t first = last == 0 || last >= n ? 0 : n - last;
+  for (size_t i = first; i < n; ++i) {
+    const Point& p = series.points[i];
+    std::string mark;
+    for (const auto& c : changes) {
+      if (c.index == i) mark = fmt::format("<- change {}", format_pct(c.change_pct, /*sign=*/true));
+    }
+    table.add({short_commit(p.commit), p.branch, p.date, format_duration(p.median_ms), report::format_cv(p.cv_pct),
+               std::to_string(p.repetitions), mark});
+  }
+  std::string out = first > 0 ? fmt::format("  ({} earlier runs not listed)\n", first) : "";
+  std::string text = table.console();
+  for (size_t start = 0; start < text.size();) {  // indented under the series' header
+    const size_t nl = std::min(text.find('\n', start), text.size());
+    out += "  " + text.substr(start, nl - start) + "\n";
+    start = nl + 1;
+  }
+  return out;
+}
+
+std::string change_line(const SeriesChange& c) {
+  return fmt::format("change point at {} ({}): {} -> {} ({}, p = {:.3f}){}", short_commit(c.commit), c.date,
+                     format_duration(c.before_ms), format_duration(c.after_ms), format_pct(c.change_pct, /*sign=*/true),
+                     c.p_value, c.slowdown() ? " SLOWER" : " faster");
+}
+
+std::string series_header(const Series& s) {
+  return fmt::format("{}  device {}  host {}  ({} run{})", s.name, s.device, s.host, s.points.size(),
+                     s.points.size() == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::vector<SeriesReport> analyze(std::vector<Series> series, const ChangePointOptions& options) {
+  std::vector<SeriesReport> reports;
+  reports.reserve(series.size());
+  for (auto& s : series) {
+    std::vector<double> values;
+    values.reserve(s.points.size());
+    for (const auto& p : s.points) values.push_back(p.median_ms);
+    std::vector<ChangePoint> found = e_divisive(values, options);
+    SeriesReport r{std::move(s), {}};
+    r.changes = settle(r.series, std::move(found), options);
+    reports.push_back(std::move(r));
+  }
+  return reports;
+}
+
+std::string show_console(const std::vector<SeriesReport>& reports, size_t last) {
+  std::string out;
+  size_t with_changes = 0;
+  for (const auto& r : reports) {
+    out += series_header(r.series) + "\n" + points_table(r.series, r.changes, last);
+    for (const auto& c : r.changes) out += "  " + change_line(c) + "\n";
+    if (r.changes.empty()) out += "  no change point\n";
+    out += "\n";
+    with_changes += r.changes.empty() ? 0 : 1;
+  }
+  out += fmt::format("{} series, {} with change points\n", reports.size(), with_changes);
+  return out;
+}
+
+std::string show_json(const std::vector<SeriesReport>& reports) {
+  using nlohmann::json;
+  json benchmarks = json::array();
+  for (const auto& r : reports) {
+    json points = json::array();
+    for (const auto& p : r.series.points) {
+      points.push_back({{"run_id", p.run_id}, {"commit", p.commit}, {"branch", p.branch}, {"date", p.date},
+                        {"median_ms", p.median_ms}, {"cv_pct", p.cv_pct < 0.0 ? json(nullptr) : json(p.cv_pct)},
+                        {"repetitions", p.repetitions}});
+    }
+    json changes = json::array();
+    for (const auto& c : r.changes) {
+      changes.push_back({{"commit", c.commit}, {"date", c.date}, {"index", c.index}, {"before_ms", c.before_ms},
+                         {"after_ms", c.after_ms}, {"change_pct", c.change_pct}, {"p_value", c.p_value}});
+    }
+    benchmarks.push_back({{"name", r.series.name}, {"device", r.series.device}, {"host", r.series.host},
+                          {"points", points}, {"change_points", changes}});
+  }
+  return json{{"benchmarks", benchmarks}}.dump(1) + "\n";
+}
+
+std::vector<Slowdown> slowdowns_at(const std::vector<SeriesReport>& reports, const std::string& commit) {
+  std::vector<Slowdown> out;
+  for (const auto& r : reports) {
+    for (const auto& c : r.changes) {
+      if (c.commit == commit && c.slowdown()) out.push_back({&r, &c});
+    }
+  }
+  return out;
+}
+
+std::string check_console(const std::vector<Slowdown>& slowdowns, const std::string& commit, size_t series_checked,
+                          const ChangePointOptions& options) {
+  std::string out;
+  for (const auto& s : slowdowns) {
+    out += "SLOWER  " + series_header(s.report->series) + "\n";
+    out += "  " + change_line(*s.change) + "\n";
+    out += points_table(s.report->series, s.report->changes, /*last=*/8) + "\n";
+  }
+  const std::string settings = fmt::format("min change {}, alpha {}", format_pct(options.min_change_pct), options.alpha);
+  if (slowdowns.empty()) {
+    out += fmt::format("OK: no slowdown change point at commit {} in {} series ({}; exit 0)\n", short_commit(commit),
+                       series_checked, settings);
+  } else {
+    out += fmt::format("FAIL: {} of {} series slowed down at commit {} ({}; exit 1)\n", slowdowns.size(), series_checked,
+                       short_commit(commit), settings);
+  }
+  return out;
+}
+
+}  // namespace torchprobe::history

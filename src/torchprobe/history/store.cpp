@@ -1,0 +1,585 @@
+#include "torchprobe/history/store.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sys/wait.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "torchprobe/input_error.h"
+#include "torchprobe/io.h"
+#include "torchprobe/subprocess.h"
+
+namespace torchprobe::history {
+namespace {
+
+using nlohmann::json;
+
+// How long a writer waits for another process's transaction before it gives up.
+constexpr int kBusyTimeoutMs = 60000;
+
+const char* const kSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  run_key TEXT NOT NULL UNIQUE,          -- hash of the results file's contents: one run is stored once
+  commit_sha TEXT NOT NULL,
+  branch TEXT NOT NULL,
+  date TEXT NOT NULL,                    -- as given (ISO 8601)
+  date_utc INTEGER NOT NULL,             -- seconds since the epoch: the series order
+  host TEXT NOT NULL,
+  source TEXT NOT NULL,
+  torchprobe_version TEXT NOT NULL,
+  libtorch_version TEXT NOT NULL,
+  context_json TEXT NOT NULL,            -- the whole run context: devices, threads, BLAS, trust warnings
+  added_utc INTEGER NOT NULL);
+CREATE INDEX runs_by_date ON runs(date_utc, id);
+CREATE INDEX runs_by_commit ON runs(commit_sha);
+CREATE INDEX runs_by_host ON runs(host, date_utc, id);
+CREATE TABLE benchmarks(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  device TEXT NOT NULL,
+  device_name TEXT NOT NULL,
+  median_ms REAL NOT NULL,
+  mean_ms REAL NOT NULL,
+  stddev_ms REAL NOT NULL,
+  cv_pct REAL NOT NULL,
+  repetitions INTEGER NOT NULL,
+  aggregates_only INTEGER NOT NULL,
+  failed_repetitions INTEGER NOT NULL,
+  failed_reason TEXT NOT NULL,
+  error TEXT NOT NULL,
+  UNIQUE(run_id, name, device));
+CREATE INDEX benchmarks_by_series ON benchmarks(name, device, run_id);
+CREATE TABLE samples(
+  benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+  repetition INTEGER NOT NULL,
+  real_time_ms REAL NOT NULL,
+  PRIMARY KEY(benchmark_id, repetition)) WITHOUT ROWID;
+CREATE TABLE counters(
+  benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value REAL NOT NULL,
+  PRIMARY KEY(benchmark_id, name)) WITHOUT ROWID;
+)sql";
+
+// Two FNV-1a hashes with different offsets and the length: a content key no two real files share.
+std::string content_key(const std::string& text) {
+  std::uint64_t a = 14695981039346656037ULL, b = 0x84222325cbf29ce4ULL;
+  for (const char c : text) {
+    a = (a ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    b = (b ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+    b ^= b >> 29;
+  }
+  return fmt::format("{:016x}{:016x}-{}", a, b, text.size());
+}
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql, const std::string& where) : db_(db), where_(where) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail("preparing a statement");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& v) { return check(sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT)); }
+  Statement& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
+  Statement& bind(int i, std::int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+  Statement& bind(int i, int v) { return check(sqlite3_bind_int(stmt_, i, v)); }
+  /// True while there is a row; throws on errors.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail("running a statement");
+  }
+  void run() {
+    step();
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  void reset() { sqlite3_reset(stmt_); }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p == nullptr ? "" : std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  Statement& check(int rc) {
+    if (rc != SQLITE_OK) fail("binding a value");
+    return *this;
+  }
+  [[noreturn]] void fail(const char* doing) const {
+    throw std::runtime_error(fmt::format("{}: {}: {}", where_, doing, sqlite3_errmsg(db_)));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string where_;
+};
+
+json context_to_json(const report::RunContext& c) {
+  json devices = json::array();
+  for (const auto& d : c.devices) devices.push_back({{"id", d.id}, {"name", d.name}, {"details", d.details}});
+  return {{"source", c.source}, {"host", c.host}, {"date", c.date}, {"executable", c.executable},
+          {"build_type", c.build_type}, {"torchprobe_version", c.torchprobe_version},
+          {"libtorch_version", c.libtorch_version}, {"threads", c.threads}, {"blas", c.blas}, {"data", c.data},
+          {"num_cpus", c.num_cpus}, {"devices", devices}, {"trust_warnings", c.trust_warnings},
+          {"run_status", c.run_status}};
+}
+
+report::RunContext context_from_json(const std::string& text) {
+  const json j = json::parse(text);
+  report::RunContext c;
+  const auto str = [&](const char* key) { return j.value(key, std::string()); };
+  c.source = str("source");
+  c.host = str("host");
+  c.date = str("date");
+  c.executable = str("executable");
+  c.build_type = str("build_type");
+  c.torchprobe_version = str("torchprobe_version");
+  c.libtorch_version = str("libtorch_version");
+  c.threads = str("threads");
+  c.blas = str("blas");
+  c.data = str("data");
+  c.run_status = str("run_status");
+  c.num_cpus = j.value("num_cpus", 0);
+  for (const auto& d : j.value("devices", json::array())) {
+    c.devices.push_back({d.value("id", std::string()), d.value("name", std::string()), d.value("details", std::string())});
+  }
+  c.trust_warnings = j.value("trust_warnings", std::vector<std::string>());
+  return c;
+}
+
+// The first line a program wrote on stdout, or "" when it failed.
+std::string first_line_of(const std::vector<std::string>& argv) {
+  std::string line;
+  subprocess::Options options;
+  options.on_stdout_line = [&](const std::string& l) {
+    if (line.empty()) line = l;
+  };
+  options.on_stderr_line = [](const std::string&) {};
+  try {
+    const int status = subprocess::run(argv, options);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? line : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+std::string find_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path == nullptr ? "/usr/bin:/bin" : path;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t colon = std::min(dirs.find(':', start), dirs.size());
+    const std::string candidate = (std::filesystem::path(dirs.substr(start, colon - start)) / program).string();
+    if (colon > start && access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = colon + 1;
+  }
+  return "";
+}
+
+int digits(const std::string& s, size_t pos, size_t count) {
+  if (pos + count > s.size()) return -1;
+  int value = 0;
+  for (size_t i = pos; i < pos + count; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return -1;
+    value = value * 10 + (s[i] - '0');
+  }
+  return value;
+}
+
+// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// Runs SQL without results; a file that is not a database is bad input (InputError), anything else a failure.
+void exec(sqlite3* db, const std::string& path, const std::string& sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    const std::string text = message != nullptr ? message : sqlite3_errmsg(db);
+    sqlite3_free(message);
+    const int code = sqlite3_errcode(db);
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
+      throw InputError(fmt::format("{}: not a SQLite database ({})", path, text));
+    }
+    throw std::runtime_error(fmt::format("history database {}: {}", path, text));
+  }
+}
+
+// BEGIN IMMEDIATE takes the write lock at once (waiting up to the busy timeout), so two writers never
+// both read and then both write; rolled back unless committed.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) { exec(db_, path_, "BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() {
+    exec(db_, path_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  std::string path_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+bool parse_iso8601(const std::string& s, std::int64_t& seconds) {
+  const int year = digits(s, 0, 4), month = digits(s, 5, 2), day = digits(s, 8, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || s[4] != '-' || s[7] != '-') return false;
+  int hour = 0, minute = 0, second = 0, offset_minutes = 0;
+  size_t pos = 10;
+  if (pos < s.size()) {
+    if (s[pos] != 'T' && s[pos] != ' ') return false;
+    hour = digits(s, pos + 1, 2);
+    minute = digits(s, pos + 4, 2);
+    if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || s[pos + 3] != ':') return false;
+    pos += 6;
+    if (pos < s.size() && s[pos] == ':') {
+      second = digits(s, pos + 1, 2);
+      if (second < 0 || second > 60) return false;
+      pos += 3;
+      if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {
+        ++pos;
+        const size_t start = pos;
+        while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+        if (pos == start) return false;
+      }
+    }
+    if (pos < s.size()) {
+      if (s[pos] == 'Z' && pos + 1 == s.size()) {
+        pos = s.size();
+      } else if (s[pos] == '+' || s[pos] == '-') {
+        const int oh = digits(s, pos + 1, 2);
+        const bool colon = pos + 3 < s.size() && s[pos + 3] == ':';
+        const int om = digits(s, pos + (colon ? 4 : 3), 2);
+        if (oh < 0 || oh > 23 || om < 0 || om > 59 || pos + (colon ? 6 : 5) != s.size()) return false;
+        offset_minutes = (s[pos] == '+' ? 1 : -1) * (oh * 60 + om);
+        pos = s.size();
+      } else {
+        return false;
+      }
+    }
+  }
+  seconds = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600 +
+            minute * 60 + second - offset_minutes * 60;
+  return true;
+}
+
+RunLabels complete_labels(RunLabels labels) {
+  if (labels.commit.empty() || labels.branch.empty()) {
+    const std::string git = find_on_path("git");
+    if (!git.empty()) {
+      if (labels.commit.empty()) labels.commit = first_line_of({git, "rev-parse", "HEAD"});
+      if (labels.branch.empty()) {
+        const std::string branch = first_line_of({git, "rev-parse", "--abbrev-ref", "HEAD"});
+        if (branch != "HEAD") labels.branch = branch;  // a detached HEAD (a CI checkout) has no branch
+      }
+    }
+  }
+  if (labels.commit.empty()) {
+    throw InputError("no commit for the run: not inside a git repository (or git is not installed); pass --commit SHA");
+  }
+  return labels;
+}
+
+struct Store::Impl {
+  std::string path;
+  sqlite3* db = nullptr;
+
+  ~Impl() { sqlite3_close_v2(db); }
+
+  std::string where() const { return "history database " + path; }
+  void exec(const std::string& sql) { history::exec(db, path, sql); }
+  Statement prepare(const std::string& sql) const { return Statement(db, sql, where()); }
+  bool has_table(const std::string& name) const {
+    Statement s = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    s.bind(1, name);
+    return s.step();
+  }
+};
+
+Store::Store(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  if (mode == Mode::kCreate) {
+    const auto parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) throw io::WriteError(fmt::format("cannot create the directory {} for {}: {}", parent.string(), path, ec.message()));
+  } else if (!std::filesystem::exists(path)) {
+    throw InputError(fmt::format("{}: no history database there (create it with torchprobe history add --db {})", path, path));
+  }
+  const int flags = SQLITE_OPEN_READWRITE | (mode == Mode::kCreate ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &impl_->db, flags, nullptr) != SQLITE_OK) {
+    const std::string why = impl_->db != nullptr ? sqlite3_errmsg(impl_->db) : "out of memory";
+    throw InputError(fmt::format("{}: cannot open the history database: {}", path, why));
+  }
+  sqlite3_busy_timeout(impl_->db, kBusyTimeoutMs);
+  impl_->exec("PRAGMA foreign_keys = ON");
+  impl_->exec("SELECT count(*) FROM sqlite_master");  // a file that is not a database fails here
+  // WAL: readers never block the writer; FULL: a committed run survives a power cut.
+  impl_->exec("PRAGMA journal_mode = WAL");
+  impl_->exec("PRAGMA synchronous = FULL");
+  if (!impl_->has_table("meta")) {
+    if (mode == Mode::kExisting) {
+      throw InputError(fmt::format("{}: not a torchprobe history database (no meta table)", path));
+    }
+    Transaction t(impl_->db, path);
+    if (!impl_->has_table("meta")) {  // another process may have created it meanwhile
+      Statement any = impl_->prepare("SELECT 1 FROM sqlite_master WHERE type = 'table'");
+      if (any.step()) throw InputError(fmt::format("{}: not a torchprobe history database (it has other tables)", path));
+      any.reset();
+      impl_->exec(kSchema);
+      impl_->exec(fmt::format("INSERT INTO meta(key, value) VALUES('schema_version', '{}')", kSchemaVersion));
+    }
+    t.commit();
+  }
+  Statement version = impl_->prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+  const std::string text = version.step() ? version.text(0) : "";
+  int number = 0;
+  try {
+    number = std::stoi(text);
+  } catch (const std::exception&) {
+    number = 0;
+  }
+  if (number > kSchemaVersion) {
+    throw InputError(fmt::format("{}: history schema version {} is newer than this torchprobe's ({}): use a newer torchprobe",
+                                 path, number, kSchemaVersion));
+  }
+  if (number != kSchemaVersion) {
+    throw InputError(fmt::format("{}: unknown history schema version '{}' (this torchprobe reads version {})", path,
+                                 text.substr(0, 40), kSchemaVersion));
+  }
+}
+
+Store::~Store() = default;
+
+const std::string& Store::path() const { return impl_->path; }
+
+std::vector<AddOutcome> Store::add_files(const std::vector<std::string>& paths, const RunLabels& labels) {
+  std::vector<std::pair<std::string, std::string>> documents;
+  for (const auto& p : paths) documents.emplace_back(p, io::read_text_file(p));
+  return add_documents(documents, labels);
+}
+
+std::vector<AddOutcome> Store::add_documents(const std::vector<std::pair<std::string, std::string>>& documents,
+                                             const RunLabels& labels) {
+  if (labels.commit.empty()) throw InputError("no commit for the run (--commit)");
+  std::int64_t given_date = 0;
+  if (!labels.date.empty() && !parse_iso8601(labels.date, given_date)) {
+    throw InputError(fmt::format("--date: '{}' is not an ISO 8601 date (e.g. 2026-11-22T08:00:00Z)", labels.date.substr(0, 80)));
+  }
+  // Parsed before the transaction: a malformed file leaves the database untouched, and others wait less.
+  std::vector<report::ResultSet> sets;
+  for (const auto& [source, text] : documents) sets.push_back(report::parse_results(text, source));
+
+  Transaction t(impl_->db, impl_->path);
+  Statement find_run = impl_->prepare("SELECT id, commit_sha, host FROM runs WHERE run_key = ?");
+  Statement insert_run = impl_->prepare(
+      "INSERT INTO runs(run_key, commit_sha, branch, date, date_utc, host, source, torchprobe_version, libtorch_version, "
+      "context_json, added_utc) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement insert_benchmark = impl_->prepare(
+      "INSERT INTO benchmarks(run_id, name, device, device_name, median_ms, mean_ms, stddev_ms, cv_pct, repetitions, "
+      "aggregates_only, failed_repetitions, failed_reason, error) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement insert_sample = impl_->prepare("INSERT INTO samples(benchmark_id, repetition, real_time_ms) VALUES(?, ?, ?)");
+  Statement insert_counter = impl_->prepare("INSERT INTO counters(benchmark_id, name, value) VALUES(?, ?, ?)");
+  std::vector<AddOutcome> outcomes;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    const auto& [source, text] = documents[i];
+    const report::ResultSet& set = sets[i];
+    const report::RunContext& context = set.contexts.front();
+    AddOutcome outcome;
+    outcome.source = source;
+    outcome.host = context.host;
+    const std::string key = content_key(text);
+    find_run.bind(1, key);
+    if (find_run.step()) {
+      outcome.run_id = find_run.integer(0);
+      outcome.commit = find_run.text(1);
+      find_run.reset();
+      outcomes.push_back(outcome);
+      continue;
+    }
+    find_run.reset();
+    std::string date = labels.date.empty() ? context.date : labels.date;
+    std::int64_t date_utc = given_date;
+    if (labels.date.empty() && !parse_iso8601(date, date_utc)) {
+      if (!date.empty()) {
+        throw InputError(fmt::format("{}: context.date '{}' is not an ISO 8601 date; pass --date", source, date.substr(0, 80)));
+      }
+      date_utc = static_cast<std::int64_t>(std::time(nullptr));  // a file without a date: filed as added now
+      char now[32];
+      const std::time_t t_now = static_cast<std::time_t>(date_utc);
+      std::tm tm_utc{};
+      gmtime_r(&t_now, &tm_utc);
+      std::strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm_utc);
+      date = now;
+    }
+    insert_run.bind(1, key).bind(2, labels.commit).bind(3, labels.branch).bind(4, date).bind(5, date_utc);
+    insert_run.bind(6, context.host).bind(7, source).bind(8, context.torchprobe_version).bind(9, context.libtorch_version);
+    insert_run.bind(10, context_to_json(context).dump()).bind(11, static_cast<std::int64_t>(std::time(nullptr)));
+    insert_run.run();
+    outcome.run_id = sqlite3_last_insert_rowid(impl_->db);
+    outcome.added = true;
+    outcome.commit = labels.commit;
+    for (const auto& r : set.results) {
+      insert_benchmark.bind(1, outcome.run_id).bind(2, r.name).bind(3, r.device).bind(4, r.device_name);
+      insert_benchmark.bind(5, r.median_ms).bind(6, r.mean_ms).bind(7, r.stddev_ms).bind(8, r.cv_pct);
+      insert_benchmark.bind(9, r.repetitions).bind(10, r.aggregates_only ? 1 : 0).bind(11, r.failed_repetitions);
+      insert_benchmark.bind(12, r.failed_reason).bind(13, r.error);
+      insert_benchmark.run();
+      const std::int64_t id = sqlite3_last_insert_rowid(impl_->db);
+      for (size_t rep = 0; rep < r.samples_ms.size(); ++rep) {
+        insert_sample.bind(1, id).bind(2, static_cast<int>(rep)).bind(3, r.samples_ms[rep]).run();
+      }
+      for (const auto& [name, value] : r.counters) {
+        if (std::isfinite(value)) insert_counter.bind(1, id).bind(2, name).bind(3, value).run();
+      }
+      ++outcome.benchmarks;
+    }
+    outcomes.push_back(outcome);
+  }
+  t.commit();
+  return outcomes;
+}
+
+std::vector<Series> Store::series(const SeriesQuery& query) const {
+  std::unique_ptr<RE2> filter;
+  if (!query.filter.empty()) {
+    RE2::Options options;
+    options.set_log_errors(false);
+    filter = std::make_unique<RE2>(query.filter, options);
+    if (!filter->ok()) throw InputError(fmt::format("--filter: invalid regular expression '{}': {}", query.filter, filter->error()));
+  }
+  const std::set<std::string> branches(query.branches.begin(), query.branches.end());
+  Statement rows = impl_->prepare(
+      "SELECT b.name, b.device, r.host, r.id, r.commit_sha, r.branch, r.date, b.median_ms, b.cv_pct, b.repetitions "
+      "FROM benchmarks b JOIN runs r ON r.id = b.run_id WHERE b.error = '' AND b.median_ms > 0 "
+      "ORDER BY b.name, b.device, r.host, r.date_utc, r.id");
+  std::vector<Series> out;
+  std::string last_name;
+  bool name_matches = true;
+  while (rows.step()) {
+    const std::string name = rows.text(0);
+    if (name != last_name) {
+      last_name = name;
+      name_matches = filter == nullptr || RE2::PartialMatch(name, *filter);
+    }
+    if (!name_matches) continue;
+    Point p;
+    p.run_id = rows.integer(3);
+    p.commit = rows.text(4);
+    p.branch = rows.text(5);
+    if (!branches.empty() && !branches.count(p.branch) && (query.also_commit.empty() || p.commit != query.also_commit)) continue;
+    const std::string device = rows.text(1), host = rows.text(2);
+    if (out.empty() || out.back().name != name || out.back().device != device || out.back().host != host) {
+      out.push_back({name, device, host, {}});
+    }
+    p.date = rows.text(6);
+    p.median_ms = rows.real(7);
+    p.cv_pct = rows.real(8);
+    p.repetitions = static_cast<int>(rows.integer(9));
+    out.back().points.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string Store::newest_commit() const {
+  Statement s = impl_->prepare("SELECT commit_sha FROM runs ORDER BY date_utc DESC, id DESC LIMIT 1");
+  return s.step() ? s.text(0) : "";
+}
+
+std::string Store::resolve_commit(const std::string& commit) const {
+  if (commit.size() < 4) throw InputError(fmt::format("--commit: '{}' is too short (at least 4 characters)", commit));
+  Statement s = impl_->prepare("SELECT DISTINCT commit_sha FROM runs WHERE substr(commit_sha, 1, ?) = ?");
+  s.bind(1, static_cast<int>(commit.size())).bind(2, commit);
+  std::vector<std::string> found;
+  while (s.step()) found.push_back(s.text(0));
+  if (found.empty()) throw InputError(fmt::format("--commit: no run of commit '{}' in {}", commit, impl_->path));
+  if (found.size() > 1) {
+    throw InputError(fmt::format("--commit: '{}' is ambiguous: {} and {} more", commit, found[0], found.size() - 1));
+  }
+  return found.front();
+}
+
+std::int64_t Store::run_count() const {
+  Statement s = impl_->prepare("SELECT count(*) FROM runs");
+  return s.step() ? s.integer(0) : 0;
+}
+
+report::ResultSet Store::latest_runs(const std::vector<std::string>& branches) const {
+  const std::set<std::string> wanted(branches.begin(), branches.end());
+  Statement runs = impl_->prepare("SELECT id, host, branch, context_json FROM runs ORDER BY date_utc DESC, id DESC");
+  std::map<std::string, std::pair<std::int64_t, std::string>> newest;  // host -> run id, context
+  while (runs.step()) {
+    if (!wanted.empty() && !wanted.count(runs.text(2))) continue;
+    newest.try_emplace(runs.text(1), runs.integer(0), runs.text(3));
+  }
+  report::ResultSet set;
+  Statement benchmarks = impl_->prepare(
+      "SELECT id, name, device_name, median_ms, mean_ms, stddev_ms, cv_pct, repetitions, aggregates_only, "
+      "failed_repetitions, failed_reason, error FROM benchmarks WHERE run_id = ? ORDER BY id");
+  Statement samples = impl_->prepare("SELECT real_time_ms FROM samples WHERE benchmark_id = ? ORDER BY repetition");
+  Statement counters = impl_->prepare("SELECT name, value FROM counters WHERE benchmark_id = ?");
+  for (const auto& [host, run] : newest) {
+    set.contexts.push_back(context_from_json(run.second));
+    benchmarks.bind(1, run.first);
+    while (benchmarks.step()) {
+      report::Result r;
+      report::parse_benchmark_name(benchmarks.text(1), r);
+      r.device_name = benchmarks.text(2);
+      r.median_ms = benchmarks.real(3);
+      r.mean_ms = benchmarks.real(4);
+      r.stddev_ms = benchmarks.real(5);
+      r.cv_pct = benchmarks.real(6);
+      r.repetitions = static_cast<int>(benchmarks.integer(7));
+      r.aggregates_only = benchmarks.integer(8) != 0;
+      r.failed_repetitions = static_cast<int>(benchmarks.integer(9));
+      r.failed_reason = benchmarks.text(10);
+      r.error = benchmarks.text(11);
+      r.context = set.contexts.size() - 1;
+      const std::int64_t id = benchmarks.integer(0);
+      samples.bind(1, id);
+      while (samples.step()) r.samples_ms.push_back(samples.real(0));
+      samples.reset();
+      counters.bind(1, id);
+      while (counters.step()) r.counters[counters.text(0)] = counters.real(1);
+      counters.reset();
+      set.results.push_back(std::move(r));
+    }
+    benchmarks.reset();
+  }
+  report::label_devices(set);
+  return set;
+}
+
+}  // namespace torchprobe::history

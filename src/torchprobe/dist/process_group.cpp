@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -237,6 +238,31 @@ std::string this_host() {
   return name;
 }
 
+/// Whether something accepts a TCP connection at addr:port now (a second at most).
+bool accepts_connections(const std::string& addr, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) return false;
+  bool accepted = false;
+  for (addrinfo* a = found; a != nullptr && !accepted; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      accepted = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd pfd{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t length = sizeof error;
+      accepted = poll(&pfd, 1, 1000) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return accepted;
+}
+
 std::string owner_key(int rank) { return fmt::format("torchprobe/rank_owner/{}", rank); }
 std::string claims_key(int rank) { return fmt::format("torchprobe/rank_claims/{}", rank); }
 
@@ -378,6 +404,15 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env.master_port);
   const bool host_store = env.rank == 0 && !env.agent_store;  // under torchrun its agent hosts it
+  const auto unreachable = [&](const std::string& detail) {
+    return std::runtime_error(fmt::format(
+        "{}: {} the rendezvous store at {} within {} ({}): {}", who, host_store ? "could not host" : "could not reach",
+        env.endpoint(), seconds(timeout),
+        host_store        ? "is the port free (another job's rank 0 or another program may hold it) and MASTER_ADDR an address of this host?"
+        : env.agent_store ? "is torchrun's agent on MASTER_ADDR still running?"
+                          : "is rank 0 running, and are MASTER_ADDR and MASTER_PORT the same for every rank?",
+        detail));
+  };
   options.isServer = host_store;
   options.numWorkers = static_cast<std::size_t>(env.world_size);
   options.waitWorkers = false;  // membership is checked below, with a clear error
@@ -404,15 +439,12 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
     impl_->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("torchprobe/attempt_{}", env.restart_count),
                                                           std::move(store));
   } catch (const StoreSilent& e) {
-    throw silent_store(e.what());
+    // Past the deadline: silent if something accepts connections there, unreachable if nothing does
+    // (LibTorch 2.x's constructor retries with random back-off and can outlast the deadline).
+    if (accepts_connections(env.master_addr, env.master_port)) throw silent_store(e.what());
+    throw unreachable("nothing accepts connections there");
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format(
-        "{}: {} the rendezvous store at {} within {} ({}): {}", who, host_store ? "could not host" : "could not reach",
-        env.endpoint(), seconds(timeout),
-        host_store        ? "is the port free (another job's rank 0 or another program may hold it) and MASTER_ADDR an address of this host?"
-        : env.agent_store ? "is torchrun's agent on MASTER_ADDR still running?"
-                          : "is rank 0 running, and are MASTER_ADDR and MASTER_PORT the same for every rank?",
-        message_of(e)));
+    throw unreachable(message_of(e));
   }
   try {
     claim_rank(*impl_->store, env, who);

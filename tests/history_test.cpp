@@ -355,6 +355,17 @@ TEST(HistoryChangePoints, AChangeOnTheNewestRunsNeedsEnoughHistory) {
   }
 }
 
+// A 10% regression fixed fifteen commits later: judged on the whole series the two sides' medians barely
+// differ, so both changes must come from the splits inside it.
+TEST(HistoryChangePoints, ARegressionLaterUndoneIsFoundTwice) {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto found = history::e_divisive(planted(seed, 45, 0.01, {{15, 0.10}, {30, 1.0 / 1.10 - 1.0}}), {});
+    ASSERT_EQ(found.size(), 2u) << "seed " << seed;
+    EXPECT_EQ(found[0].index, 15u) << "seed " << seed;
+    EXPECT_EQ(found[1].index, 30u) << "seed " << seed;
+  }
+}
+
 TEST(HistoryChangePoints, SmallStepsBelowTheMinimumAreNotReported) {
   const auto values = planted(3, 60, 0.002, {{30, 0.03}});
   EXPECT_TRUE(history::e_divisive(values, {}).empty());

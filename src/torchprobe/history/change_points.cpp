@@ -98,6 +98,10 @@ double permutation_p(const std::vector<double>& segment, double observed, const 
   return (1.0 + exceeding) / (1.0 + done);
 }
 
+// Every significant split, recursively: the best split of the segment is kept when the permutation test
+// gives p < alpha, then each side is searched in turn. The size of a change is judged afterwards, between
+// neighbouring change points (prune_small), so a step that a later step undoes (a regression fixed
+// fifteen commits on) is still found: judged on the whole segment, its medians barely differ.
 void bisect(const std::vector<double>& values, size_t begin, size_t end, const ChangePointOptions& options,
             std::vector<ChangePoint>& found) {
   if (end - begin < 3) return;
@@ -105,15 +109,33 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
                                     values.begin() + static_cast<std::ptrdiff_t>(end));
   const std::vector<double> q = divergence(segment);
   const size_t tau = best_split(q);
-  const auto split = segment.begin() + static_cast<std::ptrdiff_t>(tau);
-  const double before = median(std::vector<double>(segment.begin(), split));
-  const double after = median(std::vector<double>(split, segment.end()));
-  if (!(before > 0.0) || std::fabs(100.0 * (after - before) / before) < options.min_change_pct) return;
   const double p = permutation_p(segment, q[tau], options, options.seed ^ (begin * 0x9E3779B97F4A7C15ULL) ^ end);
   if (p >= options.alpha) return;
   found.push_back({begin + tau, p});
   bisect(values, begin, begin + tau, options, found);
   bisect(values, begin + tau, end, options, found);
+}
+
+double median_of(const std::vector<double>& values, size_t begin, size_t end) {
+  return median(std::vector<double>(values.begin() + static_cast<std::ptrdiff_t>(begin),
+                                    values.begin() + static_cast<std::ptrdiff_t>(end)));
+}
+
+// Drops, smallest first, the change points whose medians on either side (up to the neighbouring change
+// points) differ by less than min_change_pct; each drop merges two segments, so the neighbours are judged again.
+void prune_small(const std::vector<double>& values, const ChangePointOptions& options, std::vector<ChangePoint>& found) {
+  while (!found.empty()) {
+    size_t smallest = 0;
+    double smallest_pct = INFINITY;
+    for (size_t i = 0; i < found.size(); ++i) {
+      const size_t begin = i == 0 ? 0 : found[i - 1].index, end = i + 1 == found.size() ? values.size() : found[i + 1].index;
+      const double before = median_of(values, begin, found[i].index), after = median_of(values, found[i].index, end);
+      const double pct = before > 0.0 ? std::fabs(100.0 * (after - before) / before) : 0.0;
+      if (pct < smallest_pct) smallest_pct = pct, smallest = i;
+    }
+    if (smallest_pct >= options.min_change_pct) return;
+    found.erase(found.begin() + static_cast<std::ptrdiff_t>(smallest));
+  }
 }
 
 }  // namespace
@@ -130,6 +152,7 @@ std::vector<ChangePoint> e_divisive(const std::vector<double>& values, const Cha
   std::vector<ChangePoint> found;
   bisect(values, 0, values.size(), options, found);
   std::sort(found.begin(), found.end(), [](const ChangePoint& a, const ChangePoint& b) { return a.index < b.index; });
+  prune_small(values, options, found);
   return found;
 }
 

@@ -24,10 +24,9 @@ struct ChangePoint {
 /// trees over the values' ranks. A side of one point has no within-side term.
 std::vector<double> divergence(const std::vector<double>& values);
 
-/// Change points by recursive bisection: the split of largest Q, accepted when the relative change of the
-/// two sides' medians is at least min_change_pct and the permutation test gives p < alpha, then each side
-/// in turn. A segment whose best split changes the median by less than the minimum is not split further.
-/// Sorted by index.
+/// Change points by recursive bisection: the split of largest Q, accepted when the permutation test gives
+/// p < alpha, then each side in turn; then, smallest first, those whose medians up to the neighbouring
+/// change points differ by less than min_change_pct are dropped. Sorted by index.
 std::vector<ChangePoint> e_divisive(const std::vector<double>& values, const ChangePointOptions& options);
 
 }  // namespace torchprobe::history

@@ -211,7 +211,15 @@ torch::Device rank_device(const DistEnv& env, const std::string& text) {
 struct Peer {
   std::string host;
   long pid = 0;
+  std::string describe() const { return fmt::format("pid {} on {}", pid, host); }
 };
+
+/// A rank's published "node7 123" (its host, a space, its process id).
+Peer peer_of(const std::string& text) {
+  const size_t space = text.rfind(' ');
+  if (space == std::string::npos) return {text, 0};
+  return {text.substr(0, space), std::atol(text.c_str() + space + 1)};
+}
 
 /// Whether a process on this host has exited: gone, or a zombie its parent has not reaped yet. A peer
 /// killed a moment ago may still be tearing down (its sockets close before it becomes a zombie), so
@@ -266,13 +274,6 @@ bool accepts_connections(const std::string& addr, int port) {
 std::string owner_key(int rank) { return fmt::format("torchprobe/rank_owner/{}", rank); }
 std::string claims_key(int rank) { return fmt::format("torchprobe/rank_claims/{}", rank); }
 
-/// "pid 123 on node7" from a rank's published "node7 123".
-std::string describe_owner(const std::string& text) {
-  const size_t space = text.rfind(' ');
-  if (space == std::string::npos) return text;
-  return fmt::format("pid {} on {}", text.substr(space + 1), text.substr(0, space));
-}
-
 /// Takes this process's RANK in the store: one process per rank. A second process with the same RANK
 /// (the same command started twice, two jobs on one MASTER_PORT, a launcher that repeats RANK) would
 /// otherwise overwrite the first one's addresses and hang the group until the timeout.
@@ -286,7 +287,7 @@ void claim_rank(c10d::Store& store, const DistEnv& env, const std::string& who) 
   try {
     // The first one publishes who it is right after its claim.
     store.wait({owner_key(env.rank)}, std::chrono::seconds(1));
-    other = describe_owner(string_of(store.get(owner_key(env.rank))));
+    other = peer_of(string_of(store.get(owner_key(env.rank)))).describe();
   } catch (const std::exception&) {
     // Not published (it stopped in between): "another process" it is.
   }
@@ -376,7 +377,7 @@ struct ProcessGroup::Impl {
       const Peer& p = peers[static_cast<size_t>(r)];
       const bool local = p.host == host;
       const bool exited = local && p.pid > 0 && process_exited(p.pid, deadline);
-      const std::string who = fmt::format("rank {} (pid {} on {})", r, p.pid, p.host);
+      const std::string who = fmt::format("rank {} ({})", r, p.describe());
       if (exited) gone += (gone.empty() ? "" : ", ") + who;
       others += (others.empty() ? "" : ", ") + who + (local ? ", still running" : "");
     }
@@ -509,9 +510,7 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
     for (int r = 0; r < env.world_size; ++r) {
       const std::string key = owner_key(r);
       impl_->store->wait({key}, timeout);
-      const std::string text = string_of(impl_->store->get(key));
-      const size_t space = text.rfind(' ');
-      impl_->peers.push_back({text.substr(0, space), space == std::string::npos ? 0 : std::atol(text.c_str() + space + 1)});
+      impl_->peers.push_back(peer_of(string_of(impl_->store->get(key))));
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: the ranks joined at {} but one went away before they all started: {}", who,

@@ -1,16 +1,92 @@
 #!/usr/bin/env bash
-# Every GPU-dependent check in one call on a GPU host: inventory, the gpu-labelled tests, the device
-# and memory diagnostics, the quick suite, the training-variant sweep, the op suite's GPU checks and
-# the NCCL / data_parallel runs, each written to OUT_DIR with a report. Needs an existing build tree
-# of the cuda flavour (scripts/test.sh --flavour cuda builds build-cuda/).
-# Usage: scripts/gpu_session.sh OUT_DIR
+# Every GPU-dependent check, as named steps grouped into calls that each fit a lent GPU machine's
+# 10-minute command limit: inventory, the gpu-labelled tests (also under compute-sanitizer), the
+# device and memory diagnostics, an NVTX-filtered profile, the quick suite (CPU and GPUs: the
+# hardware comparison), the training-variant sweep with MFU, the op checks, NCCL and data_parallel.
+# Needs a build tree of the cuda flavour (scripts/test.sh --flavour cuda builds build-cuda/; on a lent
+# machine, the .gpu kit's prebuilt one: see docs/gpu.md).
+# Usage: scripts/gpu_session.sh [--group N|--steps A,B,...] [--tar FILE] [--deadline SECONDS] OUT_DIR
+#        scripts/gpu_session.sh --list
+#   --list        the steps: group, time limit, what each needs and does; runs nothing
+#   --group N     the steps of call N (1: checks, 2: training, 3: ops and distributed); default: every step
+#   --steps LIST  these steps, in the script's order (e.g. --steps inventory,gpu_tests)
+#   --tar FILE    after every step, pack OUT_DIR into FILE (.tar.gz, replaced atomically): one file back
+#                 per call, complete up to the last finished step even if the call is cut off
+#   --deadline S  seconds this call may take (default 500): a step gets at most what is left minus
+#                 20 s for packing; one that cannot start is listed as not run, one cut short as timed out
 #   TORCHPROBE_BUILD_DIR  build tree (default: build-cuda, else build)
-#   TORCHPROBE_DEVICES    devices for the benchmarks (default: all)
-#   TORCHPROBE_GPU_DEVICES devices for the training-variant sweep (default: cuda, every GPU)
-# Steps that fail are recorded in OUT_DIR/steps.txt and the rest still runs; exit 1 if any failed.
+#   TORCHPROBE_DEVICES    devices of the quick suite (default: all: the CPU beside the GPUs)
+#   TORCHPROBE_OP_DEVICES devices of the op checks (default: cuda, every GPU)
+# Each step's output is OUT_DIR/<step>.log; OUT_DIR/steps.tsv has one line per step: name, status
+# (ok, failed, timed out, not run), exit code, seconds, and why it did not run. A step that needs a
+# GPU is "not run" on a host without one, never a pass. Exit: 0 when nothing failed or timed out
+# (steps not run are listed), 1 otherwise, 2 for bad arguments.
 set -uo pipefail
-out="${1:?usage: scripts/gpu_session.sh OUT_DIR}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
+
+# name|group|limit seconds|needs (gpu, gpus2, any)|what it does
+plan=(
+  "inventory|1|60|any|nvidia-smi, torchprobe devices (text and JSON), the host's load and the GPU's other processes"
+  "gpu_tests|1|180|gpu|ctest -L gpu (every Gpu.* test; an empty selection fails)"
+  "diagnose_device|1|90|gpu|diagnose device --scenario all (text and JSON: the raw messages become classifier fixtures)"
+  "diagnose_memory|1|180|gpu|diagnose memory on cuda:0 for net and resnet18: real OOM, largest batch within 2%, recovery"
+  "sanitizer|1|150|gpu|the Gpu.* tests under compute-sanitizer memcheck, CUDA caching allocator off"
+  "profile|1|120|gpu|scripts/profile.sh: a profile of net's training step with the NVTX phase ranges (nsys, else ncu)"
+  "quick|2|150|any|the quick suite on TORCHPROBE_DEVICES: net and resnet18 at batch 4 and 64, data, core ops"
+  "isolate_off|2|60|gpu|net training at batch 4 and 64 on the GPUs in one process"
+  "isolate_on|2|120|gpu|the same with --isolate (a process and a CUDA context per benchmark): its cost"
+  "variants_net|2|150|gpu|net: every precision x layout x cuDNN autotuning x CUDA graph at batch 4, 64, 256"
+  "variants_resnet18|2|240|gpu|resnet18: the same at batch 4, 64, 256, 512 (MFU)"
+  "ops_gemm|3|120|gpu|matmul 4096 and 8192 in every dtype: share of the measured peak"
+  "ops_copy|3|90|gpu|host-device copies, pinned and pageable, and model.to()"
+  "ops_cold|3|90|gpu|matmul, conv2d, add with the cache flushed before each call"
+  "ops_conv|3|150|gpu|every conv2d shape"
+  "nccl_allreduce|3|90|gpu|dist allreduce over NCCL, one rank per GPU"
+  "nccl_train|3|120|gpu|dist train (net, resnet18) over NCCL, one rank per GPU"
+  "nccl_torchrun|3|90|gpu|dist train resnet18 under the machine's torchrun (agent store, NCCL)"
+  "data_parallel|3|120|gpus2|torch::nn::parallel::data_parallel over every GPU (net, resnet18)"
+  "reports|0|60|any|torchprobe report for every results JSON in OUT_DIR (run at the end of every call)"
+)
+field() { local IFS='|'; read -r -a f <<< "$1"; echo "${f[$2]}"; }
+
+usage() { sed -n '8,9p' "$0" | sed 's/^# //' >&2; exit 2; }
+list=0 group="" steps="" tar="" deadline=500
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --list) list=1; shift ;;
+    --group) group="${2:-}"; shift 2 || usage ;;
+    --steps) steps="${2:-}"; shift 2 || usage ;;
+    --tar) tar="${2:-}"; shift 2 || usage ;;
+    --deadline) deadline="${2:-}"; shift 2 || usage ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "torchprobe: error: unknown option $1" >&2; usage ;;
+    *) break ;;
+  esac
+done
+if [[ $list == 1 ]]; then
+  printf '%-18s %5s %6s  %-5s  %s\n' step group limit needs "what it does"
+  for g in 1 2 3 0; do
+    total=0
+    for entry in "${plan[@]}"; do
+      [[ "$(field "$entry" 1)" == "$g" ]] || continue
+      printf '%-18s %5s %5ss  %-5s  %s\n' "$(field "$entry" 0)" "$g" "$(field "$entry" 2)" "$(field "$entry" 3)" "$(field "$entry" 4)"
+      total=$((total + $(field "$entry" 2)))
+    done
+    [[ $g == 0 ]] || printf '%-18s %5s %5ss  (limits summed; the call deadline cuts what does not fit)\n' "" "" "$total"
+  done
+  exit 0
+fi
+[[ $# -eq 1 ]] || usage
+out="$1"
+[[ "$deadline" =~ ^[1-9][0-9]*$ ]] || { echo "torchprobe: error: --deadline needs whole seconds, got '$deadline'" >&2; exit 2; }
+[[ -z "$group" || "$group" =~ ^[123]$ ]] || { echo "torchprobe: error: --group is 1, 2 or 3, got '$group'" >&2; exit 2; }
+[[ -z "$group" || -z "$steps" ]] || { echo "torchprobe: error: --group and --steps exclude each other" >&2; exit 2; }
+known=" "; for entry in "${plan[@]}"; do known+="$(field "$entry" 0) "; done
+if [[ -n "$steps" ]]; then
+  for s in ${steps//,/ }; do
+    [[ "$known" == *" $s "* ]] || { echo "torchprobe: error: unknown step '$s' (steps:$known)" >&2; exit 2; }
+  done
+fi
 build="${TORCHPROBE_BUILD_DIR:-}"
 if [[ -z "$build" ]]; then
   for candidate in "$root/build-cuda" "$root/build"; do [[ -x "$candidate/src/torchprobe" ]] && build="$candidate" && break; done
@@ -19,75 +95,155 @@ if [[ -z "$build" || ! -x "$build/src/torchprobe" ]]; then
   echo "torchprobe: error: no build tree with src/torchprobe (set TORCHPROBE_BUILD_DIR)" >&2
   exit 2
 fi
-devices="${TORCHPROBE_DEVICES:-all}"
-mkdir -p "$out"
-tp="$build/src/torchprobe" bench="$build/bench/torchprobe-bench"
-failed=0
-step() {  # step NAME COMMAND...: runs it with its output in OUT/NAME.log and records the exit code
-  local name="$1"; shift
-  local start=$SECONDS rc=0
-  "$@" > "$out/$name.log" 2>&1 || rc=$?
-  printf '%-22s exit %d  %4ds  %s\n' "$name" "$rc" $((SECONDS - start)) "$*" | tee -a "$out/steps.txt"
-  [[ $rc == 0 ]] || failed=1
-}
-
-# Helpers run by step (functions, not sh -c strings: paths may hold quotes or spaces).
-to_file() { local file="$1"; shift; "$@" > "$file"; }
-json_then_text() { local file="$1"; shift; "$@" --json > "$file" && "$@"; }
-gpu_tests() { (cd "$build" && ctest -L gpu --no-tests=error --output-on-failure); }
-
-step devices "$tp" devices
-step devices_json to_file "$out/devices.json" "$tp" devices --json
-step gpu_tests gpu_tests
-step diagnose_device json_then_text "$out/diagnose_device.json" "$tp" diagnose device
-step diagnose_memory json_then_text "$out/diagnose_memory.json" "$tp" diagnose memory --devices "$devices"
-# The quick suite: training steps (net, resnet18 at batch 4 and 64), data, the core op set.
-step quick "$bench" --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 \
-  --benchmark_min_time=0.2 --benchmark_out="$out/quick.json" --benchmark_out_format=json
-# The cost of --isolate on the GPUs (a child process, and a CUDA context, per benchmark): the same
-# training benchmarks in one process and isolated; the steps' wall times in steps.txt give the cost per
-# benchmark (on the 2-vCPU CPU host: ~0.55 s), which decides whether --isolate becomes the GPU default.
-step isolate_off "$bench" --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --models net --batch-sizes 4,64 \
-  --benchmark_out="$out/isolate_off.json" --benchmark_out_format=json
-step isolate_on "$bench" --isolate --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --models net --batch-sizes 4,64 \
-  --benchmark_out="$out/isolate_on.json" --benchmark_out_format=json
-# Training-step variants: every precision x layout x cuDNN autotuning x CUDA graph on the GPUs,
-# at the launch-bound batch 4 (graph target: >= 3x eager for net) and batch 256 (bf16 + channels_last vs fp32).
-step variants "$bench" --devices "${TORCHPROBE_GPU_DEVICES:-cuda}" --suites train --batch-sizes 4,256 --variants full \
-  --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_out="$out/variants.json" --benchmark_out_format=json
-# Op checks: large GEMMs per dtype (share of the measured peak), pinned vs pageable copies, cold mode.
-step ops_gemm "$bench" --devices "$devices" --suites op --op-set all --ops matmul --benchmark_repetitions=3 \
-  --benchmark_filter='n:(4096|8192)/' --benchmark_out="$out/ops_gemm.json" --benchmark_out_format=json
-step ops_copy "$bench" --devices "$devices" --suites op --op-set all --ops copy,model_to --benchmark_repetitions=3 \
-  --benchmark_out="$out/ops_copy.json" --benchmark_out_format=json
-step ops_cold "$bench" --devices "$devices" --suites op --op-set core --ops matmul,conv2d,add --cold \
-  --benchmark_repetitions=3 --benchmark_out="$out/ops_cold.json" --benchmark_out_format=json
-step ops_full_conv "$bench" --devices "$devices" --suites op --op-set all --ops conv2d --benchmark_min_time=0.1 \
-  --benchmark_out="$out/ops_conv.json" --benchmark_out_format=json
-# Distributed: NCCL all-reduce sweep and data-parallel steps with one rank per GPU, and
-# torch::nn::parallel::data_parallel in one process when there are two GPUs or more. JSON under OUT/dist/.
-gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"; gpus="${gpus:-0}"
-if (( gpus > 0 )); then
-  mkdir -p "$out/dist"
-  step nccl_allreduce "$root/scripts/launch.sh" "$gpus" "$tp" dist allreduce --device cuda --out "$out/dist/nccl_allreduce.json"
-  # The same under the machine's own torchrun (its agent store, NCCL on cuda:LOCAL_RANK), where it has one.
-  if command -v torchrun > /dev/null; then
-    step nccl_torchrun_train env PYTHONWARNINGS=ignore torchrun --nproc-per-node="$gpus" --no-python "$tp" dist train \
-      --device cuda --model resnet18 --batch 128 --steps 30 --warmup 5 --out "$out/dist/nccl_torchrun_train_resnet18.json"
-  fi
-  for model in net resnet18; do
-    step "nccl_train_$model" "$root/scripts/launch.sh" "$gpus" "$tp" dist train --device cuda --model "$model" --batch 128 \
-      --steps 30 --warmup 5 --out "$out/dist/nccl_train_$model.json"
-    if (( gpus > 1 )); then
-      step "data_parallel_$model" "$tp" dist dataparallel --model "$model" --batch 128 --steps 30 --warmup 5 \
-        --threads "$gpus" --out "$out/dist/data_parallel_$model.json"
-    fi
-  done
+if [[ -n "$tar" ]]; then
+  tar_dir="$(dirname "$tar")"
+  [[ -d "$tar_dir" && -w "$tar_dir" ]] || { echo "torchprobe: error: --tar: cannot write in $tar_dir" >&2; exit 2; }
+  tar="$(cd "$tar_dir" && pwd)/$(basename "$tar")"
 fi
-for json in "$out"/*.json; do
-  case "$json" in *devices.json|*diagnose_device.json|*diagnose_memory.json) continue ;; esac
-  name="$(basename "$json" .json)"
-  step "report_$name" "$tp" report "$json" --out "$out/report_$name"
+mkdir -p "$out" || exit 2
+out="$(cd "$out" && pwd)"
+export tp="$build/src/torchprobe" bench="$build/bench/torchprobe-bench" build root out
+export devices="${TORCHPROBE_DEVICES:-all}" op_devices="${TORCHPROBE_OP_DEVICES:-cuda}"
+gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
+export gpus="${gpus:-0}"
+started=$SECONDS
+[[ -f "$out/steps.tsv" ]] || printf 'step\tstatus\texit\tseconds\tnote\n' > "$out/steps.tsv"
+
+# --- the steps (functions run by step_run; their output goes to OUT/<name>.log) ---
+json_then_text() { local file="$1"; shift; "$@" --json > "$file" && "$@"; }
+run_inventory() {
+  uptime; echo
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,utilization.gpu --format=csv
+  echo; echo "other processes on the GPUs (a quiet machine has none):"
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+  echo; "$tp" devices --json > "$out/devices.json" && "$tp" devices
+}
+run_gpu_tests() { (cd "$build" && ctest -L gpu --no-tests=error --output-on-failure --timeout 200); }
+run_diagnose_device() { json_then_text "$out/diagnose_device.json" "$tp" diagnose device --scenario all; }
+run_diagnose_memory() { json_then_text "$out/diagnose_memory.json" "$tp" diagnose memory --devices cuda:0 --models net,resnet18; }
+run_sanitizer() {
+  local sanitizer
+  sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)"
+  [[ -n "$sanitizer" ]] || { echo "compute-sanitizer is not on PATH nor in /usr/local/cuda/bin"; return 77; }
+  # Without the caching allocator every tensor is its own cudaMalloc, so memcheck sees its bounds.
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 50 \
+    "$build/tests/gpu_test" --gtest_filter='Gpu.*'
+}
+run_profile() {
+  TORCHPROBE_PROFILE_OUT="$out/profile" TORCHPROBE_BUILD_DIR="$build" "$root/scripts/profile.sh" \
+    --devices cuda:0 --models net --batch-sizes 64 --dtypes fp32 --layouts nchw --cudnn off --graphs off
+}
+bench_json() { local name="$1"; shift; "$bench" "$@" --benchmark_out="$out/$name.json" --benchmark_out_format=json; }
+run_quick() { bench_json quick --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 --benchmark_min_time=0.2; }
+run_isolate_off() { bench_json isolate_off --devices cuda --suites train --models net --batch-sizes 4,64; }
+run_isolate_on() { bench_json isolate_on --isolate --devices cuda --suites train --models net --batch-sizes 4,64; }
+run_variants_net() {
+  bench_json variants_net --devices cuda --suites train --models net --batch-sizes 4,64,256 --variants full \
+    --benchmark_repetitions=3 --benchmark_min_time=0.2
+}
+run_variants_resnet18() {
+  bench_json variants_resnet18 --devices cuda --suites train --models resnet18 --batch-sizes 4,64,256,512 --variants full \
+    --benchmark_repetitions=3 --benchmark_min_time=0.2
+}
+run_ops_gemm() {
+  bench_json ops_gemm --devices "$op_devices" --suites op --op-set all --ops matmul --benchmark_repetitions=3 \
+    --benchmark_filter='n:(4096|8192)/'
+}
+run_ops_copy() { bench_json ops_copy --devices "$op_devices" --suites op --op-set all --ops copy,model_to --benchmark_repetitions=3; }
+run_ops_cold() { bench_json ops_cold --devices "$op_devices" --suites op --op-set core --ops matmul,conv2d,add --cold --benchmark_repetitions=3; }
+run_ops_conv() { bench_json ops_conv --devices "$op_devices" --suites op --op-set all --ops conv2d --benchmark_min_time=0.1; }
+run_nccl_allreduce() { "$root/scripts/launch.sh" "$gpus" "$tp" dist allreduce --device cuda --out "$out/nccl_allreduce.json"; }
+run_nccl_train() {
+  local model rc=0
+  for model in net resnet18; do
+    "$root/scripts/launch.sh" "$gpus" "$tp" dist train --device cuda --model "$model" --batch 128 --steps 30 --warmup 5 \
+      --out "$out/nccl_train_$model.json" || rc=$?
+    (( rc == 130 )) && break  # stopped by the time limit: the next model would be cut short too
+  done
+  return $rc
+}
+run_nccl_torchrun() {
+  command -v torchrun > /dev/null || { echo "no torchrun on PATH"; return 77; }
+  PYTHONWARNINGS=ignore torchrun --nproc-per-node="$gpus" --no-python "$tp" dist train --device cuda --model resnet18 \
+    --batch 128 --steps 30 --warmup 5 --out "$out/nccl_torchrun_resnet18.json"
+}
+run_data_parallel() {
+  local model rc=0
+  for model in net resnet18; do
+    "$tp" dist dataparallel --model "$model" --batch 128 --steps 30 --warmup 5 --threads "$gpus" \
+      --out "$out/data_parallel_$model.json" || rc=$?
+    (( rc == 130 )) && break
+  done
+  return $rc
+}
+run_reports() {
+  local json name rc=0
+  for json in "$out"/*.json; do
+    [[ -e "$json" ]] || continue
+    name="$(basename "$json" .json)"
+    case "$name" in devices|diagnose_device|diagnose_memory) continue ;; esac
+    echo "== $name"
+    "$tp" report "$json" --out "$out/report_$name" || rc=$?
+  done
+  return $rc
+}
+export -f json_then_text bench_json run_inventory run_gpu_tests run_diagnose_device run_diagnose_memory run_sanitizer \
+  run_profile run_quick run_isolate_off run_isolate_on run_variants_net run_variants_resnet18 run_ops_gemm run_ops_copy \
+  run_ops_cold run_ops_conv run_nccl_allreduce run_nccl_train run_nccl_torchrun run_data_parallel run_reports
+
+# --- the runner ---
+failed=0 not_run=()
+pack() {
+  [[ -n "$tar" ]] || return 0
+  tar -czf "$tar.tmp" -C "$(dirname "$out")" "$(basename "$out")" && mv -f "$tar.tmp" "$tar"
+}
+record() {  # record NAME STATUS EXIT SECONDS NOTE
+  printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$out/steps.tsv"
+  printf '%-18s %-9s exit %-3s %4ss  %s\n' "$@"
+}
+step_run() {  # step_run ENTRY
+  local name needs limit left rc=0 start status note=""
+  name="$(field "$1" 0)" limit="$(field "$1" 2)" needs="$(field "$1" 3)"
+  if [[ "$needs" == gpu && "$gpus" -lt 1 ]]; then
+    record "$name" "not run" - 0 "no GPU on this host (nvidia-smi lists none)"; not_run+=("$name"); return
+  fi
+  if [[ "$needs" == gpus2 && "$gpus" -lt 2 ]]; then
+    record "$name" "not run" - 0 "needs 2 GPUs or more; this host has $gpus"; not_run+=("$name"); return
+  fi
+  left=$((deadline - (SECONDS - started) - 20))
+  (( left < limit )) && limit=$left
+  if (( limit < 15 )); then
+    record "$name" "not run" - 0 "no time left in this call (--deadline $deadline)"; not_run+=("$name"); return
+  fi
+  start=$SECONDS
+  # SIGINT first: the benchmarks finish their sample, write their files and exit 130; KILL 15 s later.
+  timeout --signal=INT --kill-after=15 "$limit" bash -c "run_$name" > "$out/$name.log" 2>&1 || rc=$?
+  case $rc in
+    0) status=ok ;;
+    124|137) status="timed out"; note="stopped after its ${limit} s limit; what it finished is kept"; failed=1 ;;
+    77) status="not run"; note="$(tail -1 "$out/$name.log")"; not_run+=("$name") ;;
+    *) status=failed; note="see $name.log"; failed=1 ;;
+  esac
+  record "$name" "$status" "$rc" $((SECONDS - start)) "$note"
+  pack
+}
+selected=()
+for entry in "${plan[@]}"; do
+  name="$(field "$entry" 0)" g="$(field "$entry" 1)"
+  [[ "$name" == reports ]] && continue
+  if [[ -n "$steps" ]]; then [[ ",$steps," == *",$name,"* ]] || continue
+  elif [[ -n "$group" ]]; then [[ "$g" == "$group" ]] || continue
+  fi
+  selected+=("$entry")
 done
-cat "$out/steps.txt"
+for entry in "${plan[@]}"; do [[ "$(field "$entry" 0)" == reports ]] && reports_entry="$entry"; done
+echo "gpu_session: $(uname -n), $gpus GPU(s), build $build, deadline ${deadline} s, out $out"
+for entry in "${selected[@]}"; do step_run "$entry"; done
+# Reports for whatever JSON exists, unless only other steps were asked for by name.
+if [[ -z "$steps" || ",$steps," == *",reports,"* ]]; then step_run "$reports_entry"; fi
+pack
+echo
+column -t -s $'\t' "$out/steps.tsv" 2>/dev/null || cat "$out/steps.tsv"
+(( ${#not_run[@]} == 0 )) || echo "not run: ${not_run[*]}"
+[[ -z "$tar" ]] || echo "packed: $tar ($(du -h "$tar" | cut -f1))"
 exit $failed

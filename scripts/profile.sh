@@ -1,27 +1,107 @@
 #!/usr/bin/env bash
-# Profile training benchmarks under Nsight Systems with CUDA + NVTX + OS-runtime tracing.
+# Profile training benchmarks with NVIDIA's profilers, read by the NVTX phase ranges.
 # Usage: scripts/profile.sh [torchprobe-bench arguments...]
 #   e.g. scripts/profile.sh --devices cuda:0 --models net,resnet18 --batch-sizes 64
-# Runs torchprobe-bench --profile (a few samples per benchmark, no statistics). On a CUDA build
-# only the measured regions are captured (cudaProfilerStart/Stop; --capture-range=cudaProfilerApi).
-# Writes reports/profile/<stamp>.nsys-rep and <stamp>-nvtx.txt (nsys stats, NVTX summary), prints it.
-#   TORCHPROBE_FLAVOUR   debian (default) or cuda, as for scripts/run.sh
+# Runs torchprobe-bench --profile (a few samples per benchmark, no statistics). On a CUDA build only the
+# measured regions are captured (cudaProfilerStart/Stop).
+#   nsys (Nsight Systems, preferred): the timeline with CUDA, NVTX and OS-runtime traces; writes
+#        <stamp>.nsys-rep and <stamp>-nvtx.txt (nsys stats' NVTX summary) and prints the summary.
+#   ncu (Nsight Compute, where nsys is absent): every kernel of the measured regions, GPU time only (one
+#        metric; clocks and caches left as they are), NVTX ranges process-wide; then per phase range of the
+#        torchprobe domain (h2d, forward, loss, backward, optimizer) its kernels and GPU time, filtered from the
+#        report with ncu's NVTX filter. Writes <stamp>.ncu-rep, <stamp>-kernels.csv (every kernel with its
+#        NVTX stack), <stamp>-<phase>.csv and <stamp>-nvtx.txt (per phase, with the filter that matched), and
+#        prints the latter. Exit 1 if a compute phase has no kernel (the ranges did not reach the profiler;
+#        h2d's copy is no kernel). Give it few benchmarks: e.g. --models net --batch-sizes 64 --dtypes fp32
+#        --layouts nchw --cudnn off --graphs off (a CUDA-graph step replays as one unit).
+#   TORCHPROBE_PROFILER     nsys or ncu (default: nsys if on PATH, else ncu)
+#   TORCHPROBE_PROFILE_OUT  output directory (default: reports/profile)
+#   TORCHPROBE_NCU_NVTX     an ncu --nvtx-include expression to try first, PHASE standing for the phase
+#   TORCHPROBE_NCU_LAUNCH_COUNT  at most this many kernels profiled (default 3000)
+#   TORCHPROBE_BUILD_DIR    a build tree (default: the flavour's, TORCHPROBE_FLAVOUR debian or cuda)
 set -euo pipefail
-if ! command -v nsys >/dev/null 2>&1; then
-  echo "torchprobe: error: nsys (Nsight Systems) is not on PATH; install NVIDIA's nsight-systems package (CUDA apt repository) or the Nsight Systems installer, then add its bin/ to PATH" >&2
-  exit 2
+here="$(cd "$(dirname "$0")" && pwd)"
+profiler="${TORCHPROBE_PROFILER:-}"
+# ncu also where CUDA installs put it without adding it to PATH.
+if ! command -v ncu > /dev/null 2>&1; then
+  for dir in ${TORCHPROBE_PROFILER_DIRS:-/usr/local/cuda/bin /opt/nvidia/nsight-compute/*}; do
+    [[ -x "$dir/ncu" ]] && PATH="$PATH:$dir" && break
+  done
 fi
-source "$(dirname "$0")/setup.sh"
-torchprobe_setup "${TORCHPROBE_FLAVOUR:-debian}"
-bench="$TORCHPROBE_BUILD_DIR/bench/torchprobe-bench"
-out_dir="$TORCHPROBE_ROOT/reports/profile"
+if [[ -z "$profiler" ]]; then
+  if command -v nsys > /dev/null 2>&1; then profiler=nsys; elif command -v ncu > /dev/null 2>&1; then profiler=ncu; fi
+fi
+case "$profiler" in
+  nsys|ncu)
+    command -v "$profiler" > /dev/null 2>&1 || { echo "torchprobe: error: TORCHPROBE_PROFILER=$profiler is not on PATH" >&2; exit 2; } ;;
+  "")
+    echo "torchprobe: error: neither nsys (Nsight Systems) nor ncu (Nsight Compute) is on PATH; install NVIDIA's nsight-systems or nsight-compute package (CUDA apt repository; the CUDA toolkit ships ncu in its nsight-compute directory), then add its bin/ to PATH" >&2
+    exit 2 ;;
+  *) echo "torchprobe: error: TORCHPROBE_PROFILER is nsys or ncu, got '$profiler'" >&2; exit 2 ;;
+esac
+if [[ -n "${TORCHPROBE_BUILD_DIR:-}" ]]; then
+  build="$TORCHPROBE_BUILD_DIR"
+  TORCHPROBE_ROOT="$(cd "$here/.." && pwd)"
+  tp_log() { echo "torchprobe: $*" >&2; }
+else
+  source "$here/setup.sh"
+  torchprobe_setup "${TORCHPROBE_FLAVOUR:-debian}"
+  build="$TORCHPROBE_BUILD_DIR"
+fi
+bench="$build/bench/torchprobe-bench"
+out_dir="${TORCHPROBE_PROFILE_OUT:-$TORCHPROBE_ROOT/reports/profile}"
 mkdir -p "$out_dir"
 stamp="$(date +%Y%m%d-%H%M%S)"
-capture=()
-if "$TORCHPROBE_BUILD_DIR/src/torchprobe" devices --json | grep -q '"compiled": true'; then
-  capture=(--capture-range=cudaProfilerApi --capture-range-end=none)
+cuda_build=0
+"$build/src/torchprobe" devices --json | grep -q '"compiled": true' && cuda_build=1
+
+if [[ "$profiler" == nsys ]]; then
+  capture=()
+  [[ $cuda_build == 1 ]] && capture=(--capture-range=cudaProfilerApi --capture-range-end=none)
+  nsys profile --trace=cuda,nvtx,osrt --force-overwrite=true -o "$out_dir/$stamp" "${capture[@]}" \
+    "$bench" --profile --suites train "$@"
+  nsys stats --report nvtx_sum --format table --output - "$out_dir/$stamp.nsys-rep" | tee "$out_dir/$stamp-nvtx.txt"
+  tp_log "timeline: $out_dir/$stamp.nsys-rep (open in Nsight Systems); NVTX summary: $out_dir/$stamp-nvtx.txt"
+  exit 0
 fi
-nsys profile --trace=cuda,nvtx,osrt --force-overwrite=true -o "$out_dir/$stamp" "${capture[@]}" \
-  "$bench" --profile --suites train "$@"
-nsys stats --report nvtx_sum --format table --output - "$out_dir/$stamp.nsys-rep" | tee "$out_dir/$stamp-nvtx.txt"
-tp_log "timeline: $out_dir/$stamp.nsys-rep (open in Nsight Systems); NVTX summary: $out_dir/$stamp-nvtx.txt"
+
+# ncu: one pass profiling every kernel of the measured region (GPU time only, clocks and caches left as
+# they are), then per phase the kernels whose NVTX stack holds that phase's range of the torchprobe domain,
+# filtered from the saved report. A compute phase with no kernel means the ranges did not reach ncu: exit 1.
+[[ $cuda_build == 1 ]] || { echo "torchprobe: error: ncu profiles GPU kernels: $build is not a CUDA build" >&2; exit 2; }
+scope=()
+# Autograd launches backward kernels from its own thread per device: the phase ranges must be process-wide.
+ncu --help 2>/dev/null | grep -q -- '--nvtx-push-pop-scope' && scope=(--nvtx-push-pop-scope process)
+report="$out_dir/$stamp.ncu-rep"
+ncu --nvtx "${scope[@]}" --profile-from-start off --clock-control none --cache-control none \
+  --metrics gpu__time_duration.sum --launch-count "${TORCHPROBE_NCU_LAUNCH_COUNT:-3000}" --force-overwrite \
+  --export "$out_dir/$stamp" "$bench" --profile --suites train "$@"
+ncu --import "$report" --csv --page raw --print-units base > "$out_dir/$stamp-kernels.csv"
+ncu --import "$report" --csv --print-units base --print-summary per-nvtx > "$out_dir/$stamp-per-nvtx.csv" 2>&1 || true
+# Kernels and summed GPU time (ns) in a raw-page CSV: a header row, a units row, a row per kernel.
+count() {
+  awk -F'","' 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); if ($i == "gpu__time_duration.sum") t = i } next }
+    NR > 2 && t { v = $t; gsub(/[",]/, "", v); n++; sum += v } END { printf "%d %.0f\n", n, sum }' "$1"
+}
+read -r all _ < <(count "$out_dir/$stamp-kernels.csv")
+printf '%-10s %8s %12s  %s\n' phase kernels "GPU ms" "ncu NVTX filter" > "$out_dir/$stamp-nvtx.txt"
+empty=()
+for phase in h2d forward loss backward optimizer; do
+  kernels=0 ns=0 matched="-"
+  # TORCHPROBE_NCU_NVTX first (PHASE: the phase), then ncu's push/pop forms: anywhere in the stack, on top, as a regex.
+  for expr in ${TORCHPROBE_NCU_NVTX:+"${TORCHPROBE_NCU_NVTX//PHASE/$phase}"} "torchprobe@$phase/" "torchprobe@$phase]" "regex:torchprobe@$phase/"; do
+    ncu --import "$report" --nvtx --nvtx-include "$expr" --csv --page raw --print-units base > "$out_dir/$stamp-$phase.csv" 2>&1 || continue
+    read -r kernels ns < <(count "$out_dir/$stamp-$phase.csv")
+    (( kernels > 0 )) && matched="$expr" && break
+  done
+  printf '%-10s %8d %12.3f  %s\n' "$phase" "$kernels" "$(awk -v ns="$ns" 'BEGIN { print ns / 1e6 }')" "$matched" >> "$out_dir/$stamp-nvtx.txt"
+  # The host-to-device copy is a memcpy, which ncu does not profile: h2d may hold no kernel.
+  (( kernels > 0 )) || [[ $phase == h2d ]] || empty+=("$phase")
+done
+echo "all kernels profiled: $all" >> "$out_dir/$stamp-nvtx.txt"
+cat "$out_dir/$stamp-nvtx.txt"
+tp_log "report: $report (open in Nsight Compute); every kernel with its NVTX stack: $out_dir/$stamp-kernels.csv; per phase: $out_dir/$stamp-nvtx.txt"
+if (( ${#empty[@]} > 0 )); then
+  echo "torchprobe: error: of $all kernels profiled, none was inside the range of: ${empty[*]}: the NVTX ranges did not reach ncu, or its filter does not match them (see the NVTX column of $out_dir/$stamp-kernels.csv; set TORCHPROBE_NCU_NVTX)" >&2
+  exit 1
+fi

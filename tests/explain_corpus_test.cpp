@@ -3,6 +3,7 @@
 // argument. Near-misses (dtype, shape, device-side asserts: kind "unknown") must stay unknown.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -126,4 +127,38 @@ TEST(ExplainCorpus, DeviceErrorsOfEveryVersionWithDevicesAndArgument) {
   EXPECT_EQ(kinds, (std::set<std::string>{"device_mismatch", "cuda_unavailable", "invalid_device", "meta_tensor",
                                           "not_a_tensor", "state_dict_prefix", "unknown"}));
   expect_score("device", right, entries.size(), wrong_known, near_misses, failures);
+}
+
+// `torchprobe diagnose device --json` as real runs printed it (tests/fixtures/explain/scenarios/*.json, one file per
+// LibTorch version and device, named for them; scripts/gpu_session.sh writes the GPU ones): every error a scenario
+// reproduced must still be classified as the scenario expects, with the devices and argument recorded then.
+TEST(ExplainCorpus, RecordedScenarioMessagesKeepTheirKindDevicesAndArgument) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(TORCHPROBE_EXPLAIN_CORPUS_DIR) / "scenarios";
+  int files = 0, messages = 0;
+  std::string failures;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    const auto scenarios = nlohmann::json::parse(in);
+    for (const auto& s : scenarios) {
+      if (!s.contains("raw")) continue;  // skipped on that host
+      ++messages;
+      const std::string where = entry.path().filename().string() + ": " + s.at("scenario").get<std::string>();
+      const auto& recorded = s.at("diagnosis");
+      const dx::Diagnosis d = dx::explain_error(s.at("raw").get<std::string>());
+      const std::string argument = recorded.at("argument").is_null() ? "" : recorded.at("argument").get<std::string>();
+      if (dx::kind_name(d.kind) != s.at("expected_kind").get<std::string>() ||
+          d.devices != recorded.at("devices").get<std::vector<std::string>>() || d.argument.value_or("") != argument) {
+        failures += fmt::format("  {}: expected {} {} '{}', got {} {} '{}' ({})\n", where,
+                                s.at("expected_kind").get<std::string>(), recorded.at("devices").dump(), argument,
+                                dx::kind_name(d.kind), as_text(d.devices), d.argument.value_or(""), d.message.substr(0, 160));
+      }
+    }
+  }
+  std::printf("recorded scenarios: %d messages in %d files\n", messages, files);
+  EXPECT_GE(files, 2) << "the CPU runs of both LibTorch versions are committed";
+  EXPECT_GE(messages, 6);
+  EXPECT_EQ(failures, "");
 }

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <regex>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "torchprobe/io.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/report/compare.h"
+#include "torchprobe/report/datasheet.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/svg_util.h"
 #include "torchprobe/report/views.h"
@@ -389,4 +392,74 @@ TEST(ReportVariants, EachVariantAgainstItsBaselineWithEpochAndMfu) {
   EXPECT_NE(md.find("| net | cpu | 64 | dtype:bf16 layout:cl | 10.0 | 6 400 | 7.80 | 0.0250 | - | 2.00x |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("| net | cuda:0 | 4 | graph:on | failed |"), std::string::npos) << md;
+}
+
+TEST(ReportDatasheet, NamedPartsOnlyAndDenseFigures) {
+  const auto* sxm = report::datasheet_for("NVIDIA H100 80GB HBM3");
+  ASSERT_NE(sxm, nullptr);
+  EXPECT_STREQ(sxm->part, "H100 SXM5 80GB");
+  EXPECT_DOUBLE_EQ(report::datasheet_gflop_per_s(*sxm, "bf16"), 989.4e3);  // 1979 with sparsity, halved
+  EXPECT_DOUBLE_EQ(report::datasheet_gflop_per_s(*sxm, "tf32"), 494.7e3);
+  EXPECT_TRUE(std::isnan(report::datasheet_gflop_per_s(*sxm, "int8")));
+  ASSERT_NE(report::datasheet_for("NVIDIA H100 PCIe"), nullptr);
+  EXPECT_STREQ(report::datasheet_for("NVIDIA H100 PCIe")->part, "H100 PCIe 80GB");
+  ASSERT_NE(report::datasheet_for("NVIDIA H200"), nullptr);
+  EXPECT_DOUBLE_EQ(report::datasheet_for("NVIDIA H200")->memory_gb_per_s, 4800.0);
+  // Parts we have not checked figures for get none rather than a neighbour's.
+  EXPECT_EQ(report::datasheet_for("NVIDIA H200 NVL"), nullptr);
+  EXPECT_EQ(report::datasheet_for("NVIDIA H100 NVL"), nullptr);
+  EXPECT_EQ(report::datasheet_for("AMD EPYC 9B14"), nullptr);
+  EXPECT_EQ(report::datasheet_for(""), nullptr);
+}
+
+TEST(ReportDatasheet, RoofsAndMfuBesideTheDatasheet) {
+  const auto set = fixture();  // cuda:0 is an "NVIDIA H100 80GB HBM3" with a measured bf16 roof of 800 000 GFLOP/s
+  const auto rows = report::peak_rows(set);
+  const auto row = std::find_if(rows.begin(), rows.end(), [](const auto& r) { return r.device_label == "cuda:0" && r.what == "bf16"; });
+  ASSERT_NE(row, rows.end());
+  EXPECT_DOUBLE_EQ(row->measured, 800000.0);
+  EXPECT_DOUBLE_EQ(row->datasheet, 989400.0);
+  const std::string md = report::to_markdown(set, {}, report::ReportOptions{});
+  EXPECT_NE(md.find("## Roofs: measured and datasheet"), std::string::npos) << md;
+  EXPECT_NE(md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 800 000 GFLOP/s | 989 000 GFLOP/s | 80.9% |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | memory (STREAM triad) | 3 000 GB/s | 3 350 GB/s | 89.6% |"),
+            std::string::npos) << md;
+
+  // A training step's MFU against the datasheet: bf16 at 296.8 model TFLOP/s on an H100 SXM is 30.0% of 989.4.
+  const std::string json = R"({"context": {"host_name": "h", "inventory": "{\"cuda\": {\"devices\": [{\"device\": \"cuda:0\", \"name\": \"NVIDIA H100 80GB HBM3\"}]}}"}, "benchmarks": [
+    {"name": "train_step/resnet18/cuda:0/batch:512/dtype:fp32/layout:nchw/cudnn:off/graph:off/manual_time", "run_type": "iteration",
+     "iterations": 10, "real_time": 20.0, "time_unit": "ms", "images_per_s": 25600.0, "model_tflop_per_s": 98.94, "mfu_pct": 25.0},
+    {"name": "train_step/resnet18/cuda:0/batch:512/dtype:bf16/layout:cl/cudnn:on/graph:off/manual_time", "run_type": "iteration",
+     "iterations": 10, "real_time": 6.67, "time_unit": "ms", "images_per_s": 76800.0, "model_tflop_per_s": 296.82, "mfu_pct": 37.1}]})";
+  const auto variants = report::parse_results(json, "v.json");
+  const std::string vmd = report::to_markdown(variants, {}, report::ReportOptions{});
+  EXPECT_NE(vmd.find("| MFU | MFU (datasheet) | vs baseline |"), std::string::npos) << vmd;
+  EXPECT_NE(vmd.find("| 37.1% | 30.0% | 3.00x |"), std::string::npos) << vmd;
+  EXPECT_NE(vmd.find("| 25.0% | 20.0% | 1.00x |"), std::string::npos) << vmd;  // fp32 on a GPU: against TF32's 494.7
+}
+
+TEST(ReportLabels, TwoMachinesWithOneHostNameAreToldApartByTheirPart) {
+  const auto run = [](const char* gpu, const char* ms) {
+    return fmt::format(R"({{"context": {{"host_name": "vm", "inventory": "{{\"cuda\": {{\"devices\": [{{\"device\": \"cuda:0\", \"name\": \"{}\"}}]}}}}"}}, "benchmarks": [
+      {{"name": "train_step/net/cuda:0/batch:64/manual_time", "run_type": "iteration", "iterations": 10, "real_time": {}, "time_unit": "ms", "images_per_s": 1000.0}}]}})",
+                       gpu, ms);
+  };
+  const std::string dir = ::testing::TempDir();
+  torchprobe::io::write_text_file(dir + "/h100.json", run("NVIDIA H100 80GB HBM3", "2.0"));
+  torchprobe::io::write_text_file(dir + "/h200.json", run("NVIDIA H200", "1.5"));
+  const auto set = report::load_results({dir + "/h100.json", dir + "/h200.json"});
+  ASSERT_EQ(set.results.size(), 2u);
+  EXPECT_EQ(set.results[0].device_label, "cuda:0 (NVIDIA H100 80GB HBM3)");
+  EXPECT_EQ(set.results[1].device_label, "cuda:0 (NVIDIA H200)");
+  EXPECT_EQ(report::train_view(set).devices.size(), 2u);
+}
+
+TEST(ReportSummary, OneSentencePerDeviceAgainstTheCpu) {
+  const auto set = fixture();  // net at batch 64: the CPU 5 818 images/s, the H100 64 000
+  const std::string md = report::to_markdown(set, {}, report::ReportOptions{});
+  EXPECT_NE(md.find("- cuda:0 (NVIDIA H100 80GB HBM3) is 11.00x cpu (Fixture CPU) on net at batch 64 (64 000 vs 5 818 images/s).\n"),
+            std::string::npos) << md;
+  EXPECT_NE(report::to_console_summary(set, report::ReportOptions{}).find("cuda:0 (NVIDIA H100 80GB HBM3) is 11.00x cpu"),
+            std::string::npos);
 }

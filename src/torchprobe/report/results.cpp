@@ -217,13 +217,29 @@ bool is_device(const std::string& token) {
 
 }  // namespace
 
-void label_devices(ResultSet& set) {
+std::string device_label(const ResultSet& set, size_t context, const std::string& device) {
   std::set<std::string> hosts;
   for (const auto& c : set.contexts) hosts.insert(c.host);
+  const auto base = [&](size_t i) { return hosts.size() > 1 ? device + "@" + set.contexts[i].host : device; };
+  const auto name_in = [&](size_t i) {
+    for (const auto& d : set.contexts[i].devices) {
+      if (d.id == device) return d.name;
+    }
+    return std::string();
+  };
+  const std::string label = base(context), name = name_in(context);
+  // Two machines with one host name (VMs of one image) can each have a cuda:0 of another part.
+  for (size_t i = 0; i < set.contexts.size(); ++i) {
+    const std::string other = name_in(i);
+    if (base(i) == label && !other.empty() && !name.empty() && other != name) return label + " (" + name + ")";
+  }
+  return label;
+}
+
+void label_devices(ResultSet& set) {
   for (auto& r : set.results) {
-    const RunContext& ctx = set.contexts[r.context];
-    r.device_label = hosts.size() > 1 ? r.device + "@" + ctx.host : r.device;
-    for (const auto& d : ctx.devices) {
+    r.device_label = device_label(set, r.context, r.device);
+    for (const auto& d : set.contexts[r.context].devices) {
       if (d.id == r.device) r.device_name = d.name;
     }
   }

@@ -81,6 +81,9 @@ ResultSet load_results(const std::vector<std::string>& paths);
 /// Sets each result's device_label (its device, or device@host when the set holds several hosts) and
 /// device_name (from its run's inventory). load_results does it; call it after merging sets by hand.
 void label_devices(ResultSet& set);
+/// The label of `device` as run `context` of the set measured it: the device; device@host when the set holds
+/// several hosts; with the part's name added where that would still name two parts ("cuda:0 (NVIDIA H200)").
+std::string device_label(const ResultSet& set, size_t context, const std::string& device);
 
 /// Splits "train_step/net/cuda:0/batch:64" into suite, subject, device and key:value params; sets the
 /// name (without the timing suffix). Plain scanning: any length of name.

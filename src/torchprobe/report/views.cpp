@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <tuple>
 
+#include "torchprobe/report/datasheet.h"
 #include "torchprobe/report/table.h"
 
 namespace torchprobe::report {
@@ -92,6 +94,34 @@ OpMetrics op_metrics(const Result& r) {
 }
 
 std::string mfu_label(const Result& r) { return roof_label(r.counter("mfu_pct"), "compute"); }
+
+double datasheet_mfu_pct(const Result& r) {
+  const Datasheet* sheet = datasheet_for(r.device_name);
+  if (sheet == nullptr || r.failed()) return kNaN;
+  const std::string dtype = r.dtype == "fp32" && r.device.rfind("cuda", 0) == 0 ? "tf32" : r.dtype;
+  return 100.0 * r.counter("model_tflop_per_s") * 1e3 / datasheet_gflop_per_s(*sheet, dtype);
+}
+
+std::vector<PeakRow> peak_rows(const ResultSet& results) {
+  std::vector<PeakRow> rows;
+  std::set<std::string> seen;
+  const auto add = [&](const Result& r, const std::string& what, double measured) {
+    if (!(measured > 0.0) || !seen.insert(r.device_label + "|" + what).second) return;
+    const Datasheet* sheet = datasheet_for(r.device_name);
+    const double figure = sheet == nullptr ? kNaN
+                          : what == "memory" ? sheet->memory_gb_per_s
+                                             : datasheet_gflop_per_s(*sheet, what);
+    rows.push_back({r.device_label, r.device_name, what, measured, figure, sheet == nullptr ? "" : sheet->source});
+  };
+  for (const auto& r : results.results) {
+    if (r.suite != "op" || r.failed()) continue;
+    if (!r.dtype.empty()) add(r, r.dtype, r.counter("peak_gflop_per_s"));
+  }
+  for (const auto& r : results.results) {
+    if (r.suite == "op" && !r.failed()) add(r, "memory", r.counter("peak_gb_per_s"));
+  }
+  return rows;
+}
 
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct) {
   std::vector<std::string> lines;

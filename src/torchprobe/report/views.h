@@ -47,6 +47,22 @@ OpMetrics op_metrics(const Result& result);
 /// MFU of a training step with its label when above 100% ("effective": fewer real FLOPs than counted).
 std::string mfu_label(const Result& result);
 
+/// A training step's model FLOP rate over its device's datasheet rate at the step's precision (fp32 steps on a GPU
+/// against TF32, as the measured-peak MFU: cuDNN's convolutions use TF32 by default), in %; NaN where the device
+/// has no datasheet (report/datasheet.h) or the step failed.
+double datasheet_mfu_pct(const Result& result);
+
+/// One measured roof of a device beside its datasheet figure: a dtype's compute roof (GFLOP/s) or the memory
+/// bandwidth (GB/s, what == "memory"), from the op benchmarks' roof counters.
+struct PeakRow {
+  std::string device_label, device_name, what;  ///< what: "fp32", "bf16", ..., or "memory"
+  double measured = 0.0;                         ///< GFLOP/s or GB/s
+  double datasheet = 0.0;                        ///< NaN where the part or the dtype has no figure
+  std::string source;                            ///< the datasheet's name, "" without one
+};
+/// Every (device, dtype) roof and every device's memory roof the run's op benchmarks measured, in first-seen order.
+std::vector<PeakRow> peak_rows(const ResultSet& results);
+
 /// A CPU training step whose median time differs from the sum of its phases by more than this share.
 constexpr double kPhaseSumTolerance = 0.25;
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# scripts/gpu_session.sh's bookkeeping, on a host without a GPU (77 = skip where one exists: the GPU session runs
+# the real thing). Usage: gpu_session_test.sh CASE SOURCE_DIR BUILD_DIR
+#   plan      --list: every step in a group with a limit; bad arguments exit 2
+#   no_gpu    GPU steps are "not run" (never a pass), the rest runs, one tarball holds it all
+#   deadline  a step cut by the call's deadline is "timed out", its benchmark file complete and kept; the next "not run"
+set -uo pipefail
+case_name="$1" src="$2" build="$3"
+session="$src/scripts/gpu_session.sh"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then echo "this host has a GPU: gpu_session.sh runs for real there"; exit 77; fi
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+export TORCHPROBE_BUILD_DIR="$build" TORCHPROBE_DEVICES=cpu
+case "$case_name" in
+  plan)
+    list="$(bash "$session" --list)" || fail "--list exit $?"
+    for step in inventory gpu_tests diagnose_device diagnose_memory sanitizer profile quick isolate_off isolate_on \
+                variants_net variants_resnet18 ops_gemm ops_copy ops_cold ops_conv nccl_allreduce nccl_train \
+                nccl_torchrun data_parallel reports; do
+      grep -Eq "^$step +[0-3] +[0-9]+s " <<< "$list" || fail "--list has no line for $step: $list"
+    done
+    bash "$session" --group 4 "$work/s" 2>&1 | grep -q "error: --group is 1, 2 or 3" || fail "--group 4 accepted"
+    bash "$session" --steps inventory,nope "$work/s" > /dev/null 2>&1; [[ $? == 2 ]] || fail "an unknown step is not exit 2"
+    bash "$session" --deadline soon "$work/s" > /dev/null 2>&1; [[ $? == 2 ]] || fail "--deadline soon is not exit 2"
+    bash "$session" --tar /nonexistent/x.tgz "$work/s" 2>&1 | grep -q "cannot write in /nonexistent" || fail "--tar into a missing dir"
+    ;;
+  no_gpu)
+    bash "$session" --steps inventory,gpu_tests,sanitizer,reports --tar "$work/g.tar.gz" "$work/s" > "$work/out.txt" 2>&1
+    rc=$?; cat "$work/out.txt"
+    [[ $rc == 0 ]] || fail "exit $rc"
+    mkdir "$work/x" && tar -xzf "$work/g.tar.gz" -C "$work/x" || fail "the tarball does not unpack"
+    tsv="$work/x/s/steps.tsv"
+    grep -q $'^inventory\tok\t0\t' "$tsv" || fail "inventory not ok: $(cat "$tsv")"
+    grep -q $'^gpu_tests\tnot run\t-\t0\tno GPU on this host' "$tsv" || fail "gpu_tests not 'not run': $(cat "$tsv")"
+    grep -q $'^sanitizer\tnot run\t' "$tsv" || fail "sanitizer not 'not run'"
+    grep -q $'^reports\tok\t' "$tsv" || fail "reports not ok"
+    grep -q '"libtorch_version"' "$work/x/s/devices.json" || fail "devices.json missing from the tarball"
+    grep -q "not run: gpu_tests sanitizer" "$work/out.txt" || fail "the not-run steps are not listed last"
+    ;;
+  deadline)
+    # 45 s for the call: the quick suite on the CPU (over a minute) gets 25 s, then is stopped with SIGINT.
+    bash "$session" --steps quick,ops_gemm,reports --deadline 45 --tar "$work/g.tar.gz" "$work/s" > "$work/out.txt" 2>&1
+    rc=$?; cat "$work/out.txt"
+    [[ $rc == 1 ]] || fail "a timed-out step must make the exit 1, got $rc"
+    mkdir "$work/x" && tar -xzf "$work/g.tar.gz" -C "$work/x" || fail "the tarball does not unpack"
+    tsv="$work/x/s/steps.tsv"
+    grep -q $'^quick\ttimed out\t124\t' "$tsv" || fail "quick not 'timed out': $(cat "$tsv")"
+    grep -q $'^ops_gemm\tnot run\t' "$tsv" || fail "ops_gemm ran: $(cat "$tsv")"
+    grep -q $'^reports\tnot run\t-\t0\tno time left' "$tsv" || fail "reports had time: $(cat "$tsv")"
+    grep -q '"torchprobe_run": "partial: interrupted by SIGINT' "$work/x/s/quick.json" || fail "quick.json is not a kept partial run"
+    "$build/src/torchprobe" report "$work/x/s/quick.json" --out "$work/r" --quiet || fail "the partial quick.json does not report"
+    ;;
+  *) fail "unknown case $case_name" ;;
+esac
+echo "PASS: $case_name"

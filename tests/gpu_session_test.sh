@@ -19,10 +19,10 @@ case "$case_name" in
                 nccl_torchrun data_parallel reports; do
       grep -Eq "^$step +[0-3] +[0-9]+s " <<< "$list" || fail "--list has no line for $step: $list"
     done
-    bash "$session" --group 4 "$work/s" 2>&1 | grep -q "error: --group is 1, 2 or 3" || fail "--group 4 accepted"
+    said="$(bash "$session" --group 4 "$work/s" 2>&1)"; [[ $? == 2 && "$said" == *"error: --group is 1, 2 or 3"* ]] || fail "--group 4 accepted: $said"
     bash "$session" --steps inventory,nope "$work/s" > /dev/null 2>&1; [[ $? == 2 ]] || fail "an unknown step is not exit 2"
     bash "$session" --deadline soon "$work/s" > /dev/null 2>&1; [[ $? == 2 ]] || fail "--deadline soon is not exit 2"
-    bash "$session" --tar /nonexistent/x.tgz "$work/s" 2>&1 | grep -q "cannot write in /nonexistent" || fail "--tar into a missing dir"
+    said="$(bash "$session" --tar /nonexistent/x.tgz "$work/s" 2>&1)"; [[ $? == 2 && "$said" == *"cannot write in /nonexistent"* ]] || fail "--tar into a missing dir: $said"
     ;;
   no_gpu)
     bash "$session" --steps inventory,gpu_tests,sanitizer,reports --tar "$work/g.tar.gz" "$work/s" > "$work/out.txt" 2>&1

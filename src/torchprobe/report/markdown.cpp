@@ -172,19 +172,27 @@ std::string shape_of(const Result& r) {
 
 std::string cv_cell(const Result& r) { return format_cv(r.cv_pct); }
 
+/// measured / datasheet in %, said plainly when above 100% (a card clocked above the datasheet's boost clock, or
+/// another part under the same name): never an unlabelled figure above its roof.
+std::string share_of_datasheet(double measured, double datasheet) {
+  const double pct = 100.0 * measured / datasheet;
+  return format_pct(pct) + (pct > 100.0 ? " (above the datasheet)" : "");
+}
+
 /// The roofs the op benchmarks measured, beside the datasheet's figure where the part has one.
 Table peak_table(const ResultSet& results) {
   Table t;
   t.header = {"device", "name", "roof", "measured", "datasheet", "measured / datasheet"};
   t.right_aligned = {false, false, false, true, true, true};
   for (const auto& row : peak_rows(results)) {
-    const bool memory = row.what == "memory";
-    const std::string unit = memory ? " GB/s" : " GFLOP/s";
+    const bool memory = row.what == "memory", tera = !memory && row.measured >= 1000.0;
+    const auto shown = [&](double v) {
+      if (!std::isfinite(v)) return std::string("-");
+      return memory ? format_number(v) + " GB/s" : tera ? format_number(v / 1e3) + " TFLOP/s" : format_number(v) + " GFLOP/s";
+    };
     t.add({row.device_label, row.device_name.empty() ? "-" : row.device_name,
            memory ? "memory (STREAM triad)" : row.what + (row.device_label == "cpu" ? "" : " GEMM/conv"),
-           format_number(row.measured) + unit,
-           std::isfinite(row.datasheet) ? format_number(row.datasheet) + unit : "-",
-           format_pct(100.0 * row.measured / row.datasheet)});
+           shown(row.measured), shown(row.datasheet), share_of_datasheet(row.measured, row.datasheet)});
   }
   return t;
 }

@@ -149,7 +149,10 @@ Table variant_table(const ResultSet& results) {
                                    format_ms(r.median_ms), format_rate(r.counter("images_per_s")),
                                    format_number(r.counter("epoch_s")), format_number(r.counter("model_tflop_per_s")),
                                    format_roof_pct(r.counter("mfu_pct"), mfu_label(r))};
-    if (datasheet) cells.push_back(format_pct(datasheet_mfu_pct(r)));
+    if (datasheet) {
+      const double pct = datasheet_mfu_pct(r);
+      cells.push_back(format_roof_pct(pct, roof_label(pct, "compute")));
+    }
     cells.push_back(format_ratio(ratio));
     t.add(cells);
   }

@@ -10,6 +10,16 @@ session="$src/scripts/gpu_session.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then echo "this host has a GPU: gpu_session.sh runs for real there"; exit 77; fi
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+# run_session EXPECTED_RC ARGS...: runs the session into $work/s packed into $work/g.tar.gz, checks its exit code,
+# unpacks the tarball into $work/x (what a lent machine's call brings back) and sets tsv to its steps.tsv.
+run_session() {
+  local want="$1"; shift
+  bash "$session" "$@" --tar "$work/g.tar.gz" "$work/s" > "$work/out.txt" 2>&1
+  local rc=$?; cat "$work/out.txt"
+  [[ $rc == "$want" ]] || fail "exit $rc, expected $want"
+  mkdir "$work/x" && tar -xzf "$work/g.tar.gz" -C "$work/x" || fail "the tarball does not unpack"
+  tsv="$work/x/s/steps.tsv"
+}
 export TORCHPROBE_BUILD_DIR="$build" TORCHPROBE_DEVICES=cpu
 case "$case_name" in
   plan)
@@ -25,11 +35,7 @@ case "$case_name" in
     said="$(bash "$session" --tar /nonexistent/x.tgz "$work/s" 2>&1)"; [[ $? == 2 && "$said" == *"cannot write in /nonexistent"* ]] || fail "--tar into a missing dir: $said"
     ;;
   no_gpu)
-    bash "$session" --steps inventory,gpu_tests,sanitizer,reports --tar "$work/g.tar.gz" "$work/s" > "$work/out.txt" 2>&1
-    rc=$?; cat "$work/out.txt"
-    [[ $rc == 0 ]] || fail "exit $rc"
-    mkdir "$work/x" && tar -xzf "$work/g.tar.gz" -C "$work/x" || fail "the tarball does not unpack"
-    tsv="$work/x/s/steps.tsv"
+    run_session 0 --steps inventory,gpu_tests,sanitizer,reports
     grep -q $'^inventory\tok\t0\t' "$tsv" || fail "inventory not ok: $(cat "$tsv")"
     grep -q $'^gpu_tests\tnot run\t-\t0\tno GPU on this host' "$tsv" || fail "gpu_tests not 'not run': $(cat "$tsv")"
     grep -q $'^sanitizer\tnot run\t' "$tsv" || fail "sanitizer not 'not run'"
@@ -39,11 +45,7 @@ case "$case_name" in
     ;;
   deadline)
     # 45 s for the call: the quick suite on the CPU (over a minute) gets 25 s, then is stopped with SIGINT.
-    bash "$session" --steps quick,ops_gemm,reports --deadline 45 --tar "$work/g.tar.gz" "$work/s" > "$work/out.txt" 2>&1
-    rc=$?; cat "$work/out.txt"
-    [[ $rc == 1 ]] || fail "a timed-out step must make the exit 1, got $rc"
-    mkdir "$work/x" && tar -xzf "$work/g.tar.gz" -C "$work/x" || fail "the tarball does not unpack"
-    tsv="$work/x/s/steps.tsv"
+    run_session 1 --steps quick,ops_gemm,reports --deadline 45  # a timed-out step makes the exit 1
     grep -q $'^quick\ttimed out\t124\t' "$tsv" || fail "quick not 'timed out': $(cat "$tsv")"
     grep -q $'^ops_gemm\tnot run\t' "$tsv" || fail "ops_gemm ran: $(cat "$tsv")"
     grep -q $'^reports\tnot run\t-\t0\tno time left' "$tsv" || fail "reports had time: $(cat "$tsv")"

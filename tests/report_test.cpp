@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <regex>
 #include <string>
 #include <vector>
@@ -440,10 +439,10 @@ TEST(ReportDatasheet, RoofsAndMfuBesideTheDatasheet) {
 }
 
 TEST(ReportLabels, TwoMachinesWithOneHostNameAreToldApartByTheirPart) {
-  const auto run = [](const char* gpu, const char* ms) {
-    return fmt::format(R"({{"context": {{"host_name": "vm", "inventory": "{{\"cuda\": {{\"devices\": [{{\"device\": \"cuda:0\", \"name\": \"{}\"}}]}}}}"}}, "benchmarks": [
-      {{"name": "train_step/net/cuda:0/batch:64/manual_time", "run_type": "iteration", "iterations": 10, "real_time": {}, "time_unit": "ms", "images_per_s": 1000.0}}]}})",
-                       gpu, ms);
+  const auto run = [](const std::string& gpu, const std::string& ms) {
+    return R"({"context": {"host_name": "vm", "inventory": "{\"cuda\": {\"devices\": [{\"device\": \"cuda:0\", \"name\": \")" + gpu +
+           R"(\"}]}}"}, "benchmarks": [{"name": "train_step/net/cuda:0/batch:64/manual_time", "run_type": "iteration",
+           "iterations": 10, "real_time": )" + ms + R"(, "time_unit": "ms", "images_per_s": 1000.0}]})";
   };
   const std::string dir = ::testing::TempDir();
   torchprobe::io::write_text_file(dir + "/h100.json", run("NVIDIA H100 80GB HBM3", "2.0"));

@@ -24,7 +24,7 @@ export TORCHPROBE_BUILD_DIR="$build" TORCHPROBE_DEVICES=cpu
 case "$case_name" in
   plan)
     list="$(bash "$session" --list)" || fail "--list exit $?"
-    for step in inventory gpu_tests diagnose_device diagnose_memory sanitizer profile quick isolate_off isolate_on \
+    for step in inventory gpu_tests host_tests diagnose_device diagnose_memory sanitizer profile quick isolate_off isolate_on \
                 variants_net variants_resnet18 ops_gemm ops_copy ops_cold ops_conv nccl_allreduce nccl_train \
                 nccl_torchrun data_parallel reports; do
       grep -Eq "^$step +[0-3] +[0-9]+s " <<< "$list" || fail "--list has no line for $step: $list"

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "torchprobe/input_error.h"
 #include "torchprobe/io.h"
@@ -226,7 +228,8 @@ void exec(sqlite3* db, const std::string& path, const std::string& sql) {
     if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
       throw InputError(fmt::format("{}: not a SQLite database ({})", path, text));
     }
-    throw std::runtime_error(fmt::format("history database {}: {}", path, text));
+    // The statement's first line says which step failed ("database is locked" alone does not).
+    throw std::runtime_error(fmt::format("history database {}: {} (in: {})", path, text, sql.substr(0, sql.find('\n'))));
   }
 }
 
@@ -346,8 +349,18 @@ Store::Store(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>(
   sqlite3_busy_timeout(impl_->db, kBusyTimeoutMs);
   impl_->exec("PRAGMA foreign_keys = ON");
   impl_->exec("SELECT count(*) FROM sqlite_master");  // a file that is not a database fails here
-  // WAL: readers never block the writer; FULL: a committed run survives a power cut.
-  impl_->exec("PRAGMA journal_mode = WAL");
+  // WAL: readers never block the writer; FULL: a committed run survives a power cut. Switching a new file to WAL
+  // takes an exclusive lock, and while another process opens the same file SQLite answers SQLITE_BUSY at once
+  // (it does not call the busy handler where waiting could deadlock), so the switch is retried within the busy
+  // timeout (two CI jobs creating one database: HistoryStore.ConcurrentAddsFromTwoProcesses failed 43 of 60 runs).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  while (sqlite3_exec(impl_->db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    if ((sqlite3_errcode(impl_->db) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline) {
+      impl_->exec("PRAGMA journal_mode = WAL");  // throws with SQLite's message
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   impl_->exec("PRAGMA synchronous = FULL");
   if (!impl_->has_table("meta")) {
     if (mode == Mode::kExisting) {

@@ -53,7 +53,9 @@ out_dir="${TORCHPROBE_PROFILE_OUT:-$TORCHPROBE_ROOT/reports/profile}"
 mkdir -p "$out_dir"
 stamp="$(date +%Y%m%d-%H%M%S)"
 cuda_build=0
-"$build/src/torchprobe" devices --json | grep -q '"compiled": true' && cuda_build=1
+# Into a variable first: with pipefail, `grep -q` closing the pipe early could fail the pipeline on a CUDA build.
+inventory="$("$build/src/torchprobe" devices --json)"
+[[ "$inventory" == *'"compiled": true'* ]] && cuda_build=1
 
 if [[ "$profiler" == nsys ]]; then
   capture=()

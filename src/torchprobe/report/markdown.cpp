@@ -183,11 +183,11 @@ std::string share_of_datasheet(double measured, double datasheet) {
 }
 
 /// The roofs the op benchmarks measured, beside the datasheet's figure where the part has one.
-Table peak_table(const ResultSet& results) {
+Table peak_table(const std::vector<PeakRow>& rows) {
   Table t;
   t.header = {"device", "name", "roof", "measured", "datasheet", "measured / datasheet"};
   t.right_aligned = {false, false, false, true, true, true};
-  for (const auto& row : peak_rows(results)) {
+  for (const auto& row : rows) {
     const bool memory = row.what == "memory", tera = !memory && row.measured >= 1000.0;
     const auto shown = [&](double v) {
       if (!std::isfinite(v)) return std::string("-");
@@ -333,10 +333,10 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
     out += "\n## Ops\n\nGFLOP/s and GB/s from analytic FLOP and minimal byte counts at the median time; % of roof "
            "against the roofline of the device's peaks measured in the same run.\n\n" + ops.markdown();
   }
-  const Table peaks = peak_table(results);
-  if (!peaks.rows.empty()) {
+  const auto roofs = peak_rows(results);
+  if (!roofs.empty()) {
     std::set<std::string> sources;
-    for (const auto& row : peak_rows(results)) {
+    for (const auto& row : roofs) {
       if (!row.source.empty()) sources.insert(row.source);
     }
     out += "\n## Roofs: measured and datasheet\n\nThe roofs above, as this run measured them (the best large GEMM or "
@@ -344,7 +344,7 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
            "vendor's dense figures where we have the part's datasheet";
     out += sources.empty() ? " (none of these devices has one in our table).\n\n"
                            : fmt::format(" ({}).\n\n", fmt::join(sources, "; "));
-    out += peaks.markdown();
+    out += peak_table(roofs).markdown();
   }
   const Table scaling = scaling_table(results);
   if (!scaling.rows.empty()) {
@@ -380,7 +380,7 @@ std::string to_console_summary(const ResultSet& results, const ReportOptions& op
   if (!variants.rows.empty()) out += "train_step variants\n" + variants.console() + "\n";
   const Table ops = op_table(results);
   if (!ops.rows.empty()) out += "ops\n" + ops.console() + "\n";
-  const Table peaks = peak_table(results);
+  const Table peaks = peak_table(peak_rows(results));
   if (!peaks.rows.empty()) out += "roofs: measured and datasheet\n" + peaks.console() + "\n";
   const Table scaling = scaling_table(results);
   if (!scaling.rows.empty()) out += "dist_train scaling\n" + scaling.console() + "\n";

@@ -217,16 +217,21 @@ bool is_device(const std::string& token) {
 
 }  // namespace
 
+namespace {
+// The name a run's inventory gives `device`; "" where it has none.
+std::string device_name_in(const RunContext& context, const std::string& device) {
+  for (const auto& d : context.devices) {
+    if (d.id == device) return d.name;
+  }
+  return "";
+}
+}  // namespace
+
 std::string device_label(const ResultSet& set, size_t context, const std::string& device) {
   std::set<std::string> hosts;
   for (const auto& c : set.contexts) hosts.insert(c.host);
   const auto base = [&](size_t i) { return hosts.size() > 1 ? device + "@" + set.contexts[i].host : device; };
-  const auto name_in = [&](size_t i) {
-    for (const auto& d : set.contexts[i].devices) {
-      if (d.id == device) return d.name;
-    }
-    return std::string();
-  };
+  const auto name_in = [&](size_t i) { return device_name_in(set.contexts[i], device); };
   const std::string label = base(context), name = name_in(context);
   // Two machines with one host name (VMs of one image) can each have a cuda:0 of another part.
   for (size_t i = 0; i < set.contexts.size(); ++i) {
@@ -239,9 +244,7 @@ std::string device_label(const ResultSet& set, size_t context, const std::string
 void label_devices(ResultSet& set) {
   for (auto& r : set.results) {
     r.device_label = device_label(set, r.context, r.device);
-    for (const auto& d : set.contexts[r.context].devices) {
-      if (d.id == r.device) r.device_name = d.name;
-    }
+    r.device_name = device_name_in(set.contexts[r.context], r.device);
   }
 }
 

@@ -43,7 +43,30 @@ bool starts_with(const char* arg, const char* prefix) { return std::strncmp(arg,
 struct Arguments {
   std::string out, out_format, format, filter;
   std::vector<std::string> for_children;  ///< what an isolated child gets (it adds its own filter and output)
+  std::string invalid;  ///< a Google Benchmark flag with a bad value: the error, raised before any work
 };
+
+/// Google Benchmark's numeric flags, checked as ours are: its own parsing takes NaN for --benchmark_min_time
+/// (the run never ends) and a negative repetition count (std::vector::reserve fails).
+std::string check_benchmark_flag(const char* arg) {
+  struct Bound {
+    const char* flag;
+    double min, max;
+    bool whole;
+  };
+  static const Bound kBounds[] = {{"--benchmark_min_time=", 0.0, 86400.0, false},
+                                  {"--benchmark_min_warmup_time=", 0.0, 86400.0, false},
+                                  {"--benchmark_repetitions=", 1, 100000, true}};
+  for (const auto& b : kBounds) {
+    if (!starts_with(arg, b.flag)) continue;
+    std::string value(arg + std::strlen(b.flag));
+    const std::string error = b.whole ? torchprobe::in_range<std::int64_t>(static_cast<std::int64_t>(b.min),
+                                                                           static_cast<std::int64_t>(b.max))(value)
+                                      : torchprobe::in_range(b.min, b.max)(value);
+    if (!error.empty()) return std::string(b.flag, std::strlen(b.flag) - 1) + ": " + error;
+  }
+  return "";
+}
 
 /// Takes --benchmark_out[=FILE] and --benchmark_out_format out of argv (torchprobe writes the file) and
 /// notes the display format and filter; the rest stays for Google Benchmark and CLI11.
@@ -61,6 +84,7 @@ Arguments take_arguments(int& argc, char** argv) {
       a.out = value("--benchmark_out=");
       continue;
     }
+    if (a.invalid.empty()) a.invalid = check_benchmark_flag(arg);
     if (starts_with(arg, "--benchmark_format=")) a.format = value("--benchmark_format=");
     if (starts_with(arg, "--benchmark_filter=")) a.filter = value("--benchmark_filter=");
     if (!starts_with(arg, "--benchmark_format=") && !starts_with(arg, "--benchmark_filter=") &&
@@ -120,6 +144,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
   return torchprobe::run_cli(app, argc, argv, [&] {
     using namespace torchprobe;
     using bench::ResultsFile;
+    if (!args.invalid.empty()) throw InputError(args.invalid);
     // Before anything allocates or calls the BLAS: the allocator's steady state, LibTorch's threads and
     // no second pool beside them. A thread count above the cores is said at once (LibTorch's pools take
     // long to start with many threads).
@@ -288,14 +313,14 @@ int main(int argc, char** argv) {
   app.add_flag("--cold", options.cold, "Op suite: flush the last-level cache before each sample (one call per sample)");
   app.add_option("--op-input-sets", options.op_input_sets,
                  "Op suite: rotating input sets (0: enough to exceed twice the last-level cache)")
-      ->check(CLI::Range(0, 4096))
+      ->check(torchprobe::in_range(0, 4096))
       ->capture_default_str();
   app.add_option("--threads", flags.threads, fmt::format("LibTorch intra-op threads, 1 to {} (default: LibTorch's own)", kMaxThreads))
-      ->check(CLI::Range(1, kMaxThreads));
+      ->check(torchprobe::in_range(1, kMaxThreads));
   app.add_option("--data", flags.data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
   app.add_option("--steps-per-sample", options.steps_per_sample,
                  "Training steps per timed sample (0: 1 on the CPU, ~5 ms of work on a GPU)")
-      ->check(CLI::Range(0, 100000))
+      ->check(torchprobe::in_range(0, 100000))
       ->capture_default_str();
   app.add_flag("--profile", options.profile,
                "Profiling mode: a few samples per benchmark, no statistics (for nsys; see scripts/profile.sh)");

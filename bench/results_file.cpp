@@ -46,6 +46,7 @@ ResultsFile::Format ResultsFile::parse_format(const std::string& text) {
 
 ResultsFile::ResultsFile(std::string path, Format format, size_t planned)
     : path_(std::move(path)), format_(format), planned_(planned) {
+  rewritable_ = path_.empty() || io::replaces_whole(path_);
   switch (format_) {
     case Format::kJson: renderer_ = std::make_unique<benchmark::JSONReporter>(); break;
     case Format::kCsv:
@@ -88,7 +89,11 @@ void ResultsFile::add(const std::vector<benchmark::BenchmarkReporter::Run>& runs
   } else {
     renderer_->ReportRuns(runs);
   }
-  ++benchmarks_;
+  // With repetitions Google Benchmark reports a benchmark twice, its repetitions then its aggregates:
+  // a benchmark counts once.
+  const std::string name = runs.front().run_name.str();
+  if (name != last_counted_) ++benchmarks_;
+  last_counted_ = name;
   status_ = run_status(benchmarks_, planned_, "", /*running=*/true);
   write();
 }
@@ -105,7 +110,7 @@ void ResultsFile::add_json_entries(const std::string& entries, size_t benchmarks
 void ResultsFile::finish(const std::string& stopped_because) {
   if (benchmarks_ == 0) return;
   status_ = run_status(benchmarks_, planned_, stopped_because, /*running=*/false);
-  write();
+  write(/*last=*/true);
 }
 
 std::string ResultsFile::document() const {
@@ -118,8 +123,9 @@ std::string ResultsFile::document() const {
   return head + entries_ + tail_;
 }
 
-void ResultsFile::write() {
-  if (!path_.empty()) io::write_text_file(path_, document());
+void ResultsFile::write(bool last) {
+  // A device or a pipe (--benchmark_out=/dev/stdout) gets the document once, at the end, not once per benchmark.
+  if (!path_.empty() && (last || rewritable_)) io::write_text_file(path_, document());
 }
 
 }  // namespace torchprobe::bench

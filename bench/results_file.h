@@ -48,12 +48,14 @@ class ResultsFile {
   std::string document() const;
 
  private:
-  void write();
+  void write(bool last = false);
 
   std::string path_;
   Format format_;
   size_t planned_;
   size_t benchmarks_ = 0;
+  bool rewritable_ = true;    ///< a file replaced whole (not a device or a pipe): rewritten after each benchmark
+  std::string last_counted_;  ///< the benchmark (run name) counted last
   std::string status_;
   std::unique_ptr<benchmark::BenchmarkReporter> renderer_;
   std::ostringstream head_, body_, discard_;

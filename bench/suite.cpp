@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 
 #include "progress.h"
@@ -110,6 +111,10 @@ double time_samples(benchmark::State& state, measure::Sampler& sampler) {
 }
 
 void run_guarded(benchmark::State& state, const std::string& name, const std::function<void()>& body) {
+  // Google Benchmark (1.7's ComputeStats) aborts the program unless every repetition of a benchmark reports
+  // the iteration count the finished ones reached, failed ones included: a repetition that a stop (or an
+  // error) cuts short or skips runs its loop out to that count, without work, before it is marked failed.
+  static std::map<std::string, benchmark::IterationCount> finished_iterations;
   try {
     interrupt::check();
     Progress::instance().start(name);
@@ -129,7 +134,12 @@ void run_guarded(benchmark::State& state, const std::string& name, const std::fu
       }
     }
     body();
+    finished_iterations[name] = state.iterations();
   } catch (const std::exception& e) {
+    const auto finished = finished_iterations.find(name);
+    if (finished != finished_iterations.end() && finished->second > state.iterations()) {
+      static_cast<void>(state.KeepRunningBatch(finished->second - state.iterations()));
+    }
     state.SkipWithError(short_message(e).c_str());
   }
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "torchprobe/cli_support.h"
 #include "torchprobe/flags.h"
 
 namespace torchprobe::cli {

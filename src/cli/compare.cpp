@@ -22,7 +22,7 @@ std::vector<Command> add_compare_command(CLI::App& app) {
   cmd->add_option("current", flags->current, "Current JSON")->required()->check(CLI::ExistingFile);
   cmd->add_option("--threshold", flags->threshold, "Slow-downs of the median beyond this fail, e.g. 5%")->capture_default_str();
   cmd->add_option("--alpha", flags->alpha, "Significance level of the test on the repetitions")
-      ->check(CLI::Range(1e-9, 0.5))
+      ->check(in_range(1e-9, 0.5))
       ->capture_default_str();
   cmd->add_flag("--fail-unconfirmed", flags->fail_unconfirmed,
                 "UNCONFIRMED (slower beyond the threshold, too few repetitions to test) fails the gate too");

@@ -17,7 +17,7 @@ std::vector<Command> add_devices_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "Inventory of the CPU, its threads and BLAS, every CUDA device, LibTorch");
   cmd->add_flag("--json", flags->json, "Print the inventory as JSON");
   cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads to set and report (default: LibTorch's own)")
-      ->check(CLI::Range(1, 4096));
+      ->check(in_range(1, 4096));
   return {{cmd, [flags] {
              configure_threads(flags->threads);
              const Inventory inventory = collect_inventory();

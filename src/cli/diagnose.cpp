@@ -21,6 +21,9 @@ namespace {
 
 namespace dx = diagnostics;
 
+/// The largest --cpu-limit: x86-64's user address space (47 bits), beyond which a budget means nothing.
+constexpr std::int64_t kMaxCpuLimit = std::int64_t{1} << 47;
+
 Command add_device(CLI::App& diagnose) {
   struct Flags {
     std::string scenario = "all", device;
@@ -71,22 +74,22 @@ Command add_memory(CLI::App& diagnose) {
   cmd->add_option("--cpu-limit", flags->cpu_limit, "CPU: the address space the child may allocate beyond what it has mapped, e.g. 2GiB")
       ->capture_default_str();
   cmd->add_option("--max-batch", flags->max_batch, "Stop doubling the batch here")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->check(in_range(std::int64_t{1}, std::int64_t{1} << 40))
       ->capture_default_str();
   cmd->add_option("--tolerance", flags->tolerance_pct, "Largest-batch precision, % (0: exact)")
-      ->check(CLI::Range(0.0, 50.0))
+      ->check(in_range(0.0, 50.0))
       ->capture_default_str();
   cmd->add_option("--leak-steps", flags->leak_steps, "Steps the leak detector watches")
-      ->check(CLI::Range(3, 100000))
+      ->check(in_range(3, 100000))
       ->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads (default: every core)")->check(CLI::Range(1, 4096));
+  cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads (default: every core)")->check(in_range(1, 4096));
   cmd->add_flag("--json", flags->json, "Print the reports as JSON");
   cmd->add_flag("--child", flags->child, "internal: the CPU probe's child process")->group("");
   cmd->add_option("--child-resume", flags->child_resume, "internal: trials an earlier child ran")->group("");
   return {cmd, [flags] {
             // Not a benchmark: every core (OpenMP's default may be 1 thread), unless told otherwise.
             const ThreadSetup threads = configure_threads(flags->threads > 0 ? flags->threads : available_cores());
-            const std::int64_t budget = byte_size_flag("--cpu-limit", flags->cpu_limit);
+            const std::int64_t budget = byte_size_flag("--cpu-limit", flags->cpu_limit, kMaxCpuLimit);
             dx::SearchOptions search;
             search.max_batch = flags->max_batch;
             search.tolerance = flags->tolerance_pct / 100.0;

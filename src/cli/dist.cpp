@@ -58,6 +58,10 @@ void print(const Flags& flags, const std::string& json, std::string text) {
   std::printf("%s", flags.json ? json.c_str() : text.c_str());
 }
 
+/// The largest all-reduce message: nccl-tests' usual sweeps end at 8-16 GiB; beyond that a typo
+/// (1000000TiB) would only grow the process until the system kills it.
+constexpr std::int64_t kMaxMessageBytes = std::int64_t{16} << 30;
+
 /// Before any work: the output file can be written (a bad --out fails now, not after the whole run).
 void check_out(const Flags& flags) {
   if (!flags.out.empty()) io::check_writable(flags.out);
@@ -70,8 +74,8 @@ int run_rank(const Flags& flags, bool all_reduce) {
   const ThreadSetup threads = configure_threads(flags.threads);
   std::int64_t min_bytes = 0, max_bytes = 0;
   if (all_reduce) {
-    min_bytes = byte_size_flag("--min-bytes", flags.min_bytes);
-    max_bytes = byte_size_flag("--max-bytes", flags.max_bytes);
+    min_bytes = byte_size_flag("--min-bytes", flags.min_bytes, kMaxMessageBytes);
+    max_bytes = byte_size_flag("--max-bytes", flags.max_bytes, kMaxMessageBytes);
     if (min_bytes > max_bytes) throw InputError("--min-bytes is larger than --max-bytes");
   } else {
     models::make_model(flags.model);  // an unknown model is an InputError before any step
@@ -121,34 +125,34 @@ std::vector<Command> add_dist_command(CLI::App& app) {
       "dataparallel", "One process: torch::nn::parallel::data_parallel training steps over several GPUs, scaling efficiency");
   for (auto* cmd : {allreduce, train}) {
     cmd->add_option("--timeout", flags->timeout_s, "Seconds to wait for the store and the other ranks")
-        ->check(CLI::Range(0.001, 86400.0))
+        ->check(in_range(0.001, 86400.0))
         ->capture_default_str();
     cmd->add_option("--device", flags->device, "cpu (Gloo), cuda (cuda:LOCAL_RANK) or cuda:N (NCCL)")->capture_default_str();
   }
   for (auto* cmd : {allreduce, train, dp}) {
-    cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads per process")->check(CLI::Range(1, 4096));
+    cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads per process")->check(in_range(1, 4096));
     cmd->add_flag("--json", flags->json, "Print JSON (rank 0): Google Benchmark's schema, for report and compare");
     cmd->add_option("--out", flags->out, "Also write the JSON here (rank 0)");
     cmd->add_option("--repetitions", flags->repetitions, "The timed calls are split into this many repetitions")
-        ->check(CLI::Range(1, 1000))
+        ->check(in_range(1, 1000))
         ->capture_default_str();
   }
   dp->add_option("--devices", flags->devices, "cuda (every GPU) or a list such as cuda:0,cuda:1")->capture_default_str();
   allreduce->add_option("--min-bytes", flags->min_bytes, "Smallest message")->capture_default_str();
   allreduce->add_option("--max-bytes", flags->max_bytes, "Largest message (sizes double)")->capture_default_str();
   allreduce->add_option("--iterations", flags->iterations, "Timed calls per size")
-      ->check(CLI::Range(1, 1000000))
+      ->check(in_range(1, 1000000))
       ->capture_default_str();
   for (auto* cmd : {train, dp}) {
     cmd->add_option("--model", flags->model, "net or resnet18")->capture_default_str();
     cmd->add_option("--batch", flags->batch, "Images per rank (per device) per step")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))
+        ->check(in_range(std::int64_t{1}, std::int64_t{1} << 24))
         ->capture_default_str();
-    cmd->add_option("--steps", flags->steps, "Timed steps")->check(CLI::Range(1, 10000000))->capture_default_str();
-    cmd->add_option("--warmup", flags->warmup, "Untimed steps first")->check(CLI::Range(0, 10000000))->capture_default_str();
+    cmd->add_option("--steps", flags->steps, "Timed steps")->check(in_range(1, 10000000))->capture_default_str();
+    cmd->add_option("--warmup", flags->warmup, "Untimed steps first")->check(in_range(0, 10000000))->capture_default_str();
   }
   train->add_option("--bucket-mib", flags->bucket_mib, "All-reduce bucket size")
-      ->check(CLI::Range(0.001, 1e6))
+      ->check(in_range(0.001, 1e6))
       ->capture_default_str();
 #ifdef TORCHPROBE_HAS_DIST
   return {{allreduce, [flags] { return run_rank(*flags, /*all_reduce=*/true); }},

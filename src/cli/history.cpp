@@ -30,9 +30,9 @@ struct ReadFlags {
     cmd->add_option("--branch", branches, "Only runs of these branches (comma-separated; default: every branch)");
     cmd->add_option("--min-change", min_change, "A change point must move the median by at least this much")
         ->capture_default_str();
-    cmd->add_option("--alpha", alpha, "Significance level of the permutation test")->check(CLI::Range(1e-6, 0.5))->capture_default_str();
+    cmd->add_option("--alpha", alpha, "Significance level of the permutation test")->check(in_range(1e-6, 0.5))->capture_default_str();
     cmd->add_option("--permutations", permutations, "Permutations per candidate change point")
-        ->check(CLI::Range(19, 100000))
+        ->check(in_range(19, 100000))
         ->capture_default_str();
     return cmd;
   }
@@ -91,16 +91,18 @@ Command add_command(CLI::App& history) {
 Command show_command(CLI::App& history) {
   struct Flags : ReadFlags {
     bool json = false;
-    size_t last = 10;
+    std::int64_t last = 10;
   };
   auto flags = std::make_shared<Flags>();
   auto* cmd = flags->add_subcommand(history, "show", "Each benchmark's series per device and host (median and CV per run) and its change points");
-  cmd->add_option("--last", flags->last, "Runs listed per series (0: all; --json has all)")->capture_default_str();
+  cmd->add_option("--last", flags->last, "Runs listed per series (0: all; --json has all)")
+      ->check(in_range<std::int64_t>(0, 1000000))
+      ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print JSON: {\"benchmarks\": [{name, device, host, points, change_points}]}");
   return {cmd, [flags] {
             const history::Store store(flags->db, history::Store::Mode::kExisting);
             const auto reports = flags->analyze(store, flags->query());
-            const std::string text = flags->json ? history::show_json(reports) : history::show_console(reports, flags->last);
+            const std::string text = flags->json ? history::show_json(reports) : history::show_console(reports, static_cast<size_t>(flags->last));
             std::fputs(text.c_str(), stdout);
             return 0;
           }};

@@ -23,7 +23,7 @@ std::vector<Command> add_report_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", flags->out_dir, "Output directory (default: the first file's directory)");
   cmd->add_option("--noise-cv", flags->noise_cv_pct, "Warn when a benchmark's CV over repetitions exceeds this %")
-      ->check(CLI::Range(0.01, 1000.0))
+      ->check(in_range(0.01, 1000.0))
       ->capture_default_str();
   cmd->add_flag("--quiet", flags->quiet, "Do not print the summary tables");
   return {{cmd, [flags] {

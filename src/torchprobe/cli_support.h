@@ -1,15 +1,56 @@
 #pragma once
 // What every torchprobe executable does at its top level: one clear error line and the exit code.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
+#include <type_traits>
 
 #include "torchprobe/error.h"
 #include "torchprobe/io.h"
 
 namespace torchprobe {
+
+/// The range check of every numeric flag. Unlike CLI::Range it refuses NaN and +-Inf (which compare
+/// false with both bounds), a negative number for a count (instead of wrapping it), and text after the
+/// number, and its message states the real range: "--alpha: Value 0 not in range 1e-09 to 0.5".
+template <typename T>
+CLI::Validator in_range(T min, T max) {
+  static_assert(std::is_arithmetic_v<T>, "in_range takes numbers");
+  const std::string range = fmt::format("{} to {}", min, max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        const char* begin = text.c_str();
+        const char* end = begin + text.size();
+        if constexpr (std::is_integral_v<T>) {
+          long long value = 0;
+          const auto [ptr, ec] = std::from_chars(begin + (text.size() > 1 && text[0] == '+' ? 1 : 0), end, value);
+          if (text.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+            return fmt::format("'{}' is not a whole number", text.substr(0, 40));
+          }
+          if (ec == std::errc::result_out_of_range || value < static_cast<long long>(min) ||
+              value > static_cast<long long>(max)) {
+            return fmt::format("Value {} not in range {}", text.substr(0, 40), range);
+          }
+          return "";
+        } else {
+        char* stop = nullptr;
+        const double value = std::strtod(begin, &stop);
+        if (text.empty() || stop != end) return fmt::format("'{}' is not a number", text.substr(0, 40));
+        if (!std::isfinite(value)) return fmt::format("Value {} is not a finite number (range {})", text.substr(0, 40), range);
+        if (value < static_cast<double>(min) || value > static_cast<double>(max)) {
+          return fmt::format("Value {} not in range {}", text.substr(0, 40), range);
+        }
+        return "";
+        }
+      },
+      "in " + range, "RANGE");
+}
 
 /// Runs `body` and maps failures to exit codes: 2 for bad input (flags, devices, data
 /// files) and for a file that cannot be written, 1 for a failed run. Prints "torchprobe: error: ..."

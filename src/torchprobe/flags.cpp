@@ -10,7 +10,7 @@
 
 namespace torchprobe {
 
-std::int64_t byte_size_flag(const std::string& flag, const std::string& text) {
+std::int64_t byte_size_flag(const std::string& flag, const std::string& text, std::int64_t max) {
   const auto bytes = units::parse_bytes(text);
   if (!bytes) {
     const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
@@ -18,6 +18,10 @@ std::int64_t byte_size_flag(const std::string& flag, const std::string& text) {
     throw InputError(fmt::format("{}: expected a size like 512MiB or 2GiB, got '{}'", flag, text.substr(0, 80)));
   }
   if (*bytes < 1) throw InputError(fmt::format("{}: the size must be above 0, got '{}'", flag, text));
+  if (*bytes > max) {
+    throw InputError(fmt::format("{}: {} is above the largest size this flag takes, {}", flag, text.substr(0, 40),
+                                 units::format_bytes(static_cast<double>(max))));
+  }
   return *bytes;
 }
 

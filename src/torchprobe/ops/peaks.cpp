@@ -12,6 +12,7 @@
 
 #include "torchprobe/blas.h"
 #include "torchprobe/device_spec.h"
+#include "torchprobe/interrupt.h"
 #include "torchprobe/io.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/ops/counts.h"
@@ -22,6 +23,7 @@ namespace {
 constexpr int kPeakSamples = 5;
 constexpr double kPeakSeconds = 1.0;  // a roof is a best case: sample long enough to catch the host's quiet moments
 constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kPanelRows = 256;
 
 /// The fastest of the samples of `call` over at least kPeakSeconds, as work units per second.
 double best_rate(const torch::Device& device, const std::function<void()>& call, double work) {
@@ -166,7 +168,17 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
     const std::int64_t n = device.is_cuda() ? 8192 : 2048;
     const auto a = torch::randn({n, n}, o), b = torch::randn({n, n}, o);
     auto c = torch::empty({n, n}, o);
-    peak.gemm_gflop_per_s = best_rate(device, [&] { torch::mm_out(c, a, b); }, matmul_flops(n, n, n)) / 1e9;
+    // On the CPU one call is n/kPanelRows row panels, each still a large GEMM, with a stop check between
+    // them: a whole 2048 GEMM takes up to a second on one slow core, and a Ctrl-C is answered well within it.
+    const std::int64_t panel = device.is_cuda() ? n : kPanelRows;
+    const auto gemm = [&] {
+      for (std::int64_t row = 0; row < n; row += panel) {
+        auto rows = c.narrow(0, row, panel);
+        torch::mm_out(rows, a.narrow(0, row, panel), b);
+        if (!device.is_cuda()) interrupt::check();
+      }
+    };
+    peak.gemm_gflop_per_s = best_rate(device, gemm, matmul_flops(n, n, n)) / 1e9;
   }
   {  // a large convolution: oneDNN on the CPU, cuDNN on a GPU (resnet18's most frequent layer)
     ConvShape s{device.is_cuda() ? 256 : 64, 64, 32, 32, 64, 3, 1, 1};

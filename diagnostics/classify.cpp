@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "torchprobe/error.h"
+#include "torchprobe/escape.h"
 
 namespace torchprobe::diagnostics {
 namespace {
@@ -1239,14 +1240,14 @@ std::string raw_message(const std::exception& e) {
 
 std::string diagnosis_text(const Diagnosis& d) {
   std::string out = fmt::format("kind:        {}{}\n", kind_name(d.kind), d.confidence == "likely" ? " (likely)" : "");
-  if (!d.allocator.empty()) out += fmt::format("allocator:   {}\n", d.allocator);
-  if (!d.message.empty()) out += fmt::format("message:     {}\n", d.message);
-  if (!d.devices.empty()) out += fmt::format("devices:     {}\n", join(d.devices, ", "));
-  if (d.argument) out += fmt::format("argument:    {}\n", *d.argument);
-  if (!d.op.empty()) out += fmt::format("op:          {}\n", d.op);
-  out += fmt::format("explanation: {}\n", d.explanation);
-  if (!d.fix_cpp.empty()) out += "fix (C++):\n" + indented(d.fix_cpp, "    ") + "\n";
-  if (!d.fix_python.empty()) out += "fix (Python):\n" + indented(d.fix_python, "    ") + "\n";
+  if (!d.allocator.empty()) out += fmt::format("allocator:   {}\n", terminal_line(d.allocator));
+  if (!d.message.empty()) out += fmt::format("message:     {}\n", terminal_line(d.message));
+  if (!d.devices.empty()) out += fmt::format("devices:     {}\n", terminal_line(join(d.devices, ", ")));
+  if (d.argument) out += fmt::format("argument:    {}\n", terminal_line(*d.argument));
+  if (!d.op.empty()) out += fmt::format("op:          {}\n", terminal_line(d.op));
+  out += fmt::format("explanation: {}\n", terminal_text(d.explanation));
+  if (!d.fix_cpp.empty()) out += "fix (C++):\n" + indented(terminal_text(d.fix_cpp), "    ") + "\n";
+  if (!d.fix_python.empty()) out += "fix (Python):\n" + indented(terminal_text(d.fix_python), "    ") + "\n";
   return out;
 }
 

@@ -62,6 +62,7 @@ struct LogScan {
 /// Reads a whole log (a training run's output, a CI log) line by line and classifies every error in it;
 /// the same message seen again counts as the same error. Memory stays bounded by the longest line.
 LogScan scan_log(std::istream& in);
+/// For a terminal: each finding's line, count and diagnosis_text.
 std::string log_scan_text(const LogScan& scan);
 /// A JSON list: per distinct error the fields of diagnosis_json plus "line" and "count".
 std::string log_scan_json(const LogScan& scan, int indent = 2);
@@ -70,6 +71,8 @@ std::string log_scan_json(const LogScan& scan, int indent = 2);
 /// dispatcher's list of every backend an op has).
 std::string raw_message(const std::exception& e);
 
+/// For a terminal, one field a line: what came from the message is shown with control characters escaped
+/// (torchprobe/escape.h), so a log or a pasted message cannot drive the terminal.
 std::string diagnosis_text(const Diagnosis& d);
 /// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}; for
 /// out-of-memory kinds also "confidence" and "allocator", and with numbers "memory": {requested_bytes, total_bytes,

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "torchprobe/escape.h"
 #include "torchprobe/history/analysis.h"
 #include "torchprobe/history/dashboard.h"
 #include "torchprobe/history/store.h"
@@ -74,13 +75,15 @@ Command add_command(CLI::App& history) {
             const history::RunLabels labels = history::complete_labels(flags->labels);
             history::Store store(flags->db, history::Store::Mode::kCreate);
             for (const auto& o : store.add_files(flags->inputs, labels)) {
+              const std::string source = terminal_line(o.source), commit = terminal_line(o.commit);
               if (o.added) {
-                std::printf("added %s as run %lld: commit %s, branch %s, host %s, %zu benchmarks\n", o.source.c_str(),
-                            static_cast<long long>(o.run_id), o.commit.c_str(), labels.branch.empty() ? "-" : labels.branch.c_str(),
-                            o.host.c_str(), o.benchmarks);
+                std::printf("added %s as run %lld: commit %s, branch %s, host %s, %zu benchmarks\n", source.c_str(),
+                            static_cast<long long>(o.run_id), commit.c_str(),
+                            labels.branch.empty() ? "-" : terminal_line(labels.branch).c_str(), terminal_line(o.host).c_str(),
+                            o.benchmarks);
               } else {
-                std::printf("%s: already stored as run %lld (commit %s); not added again\n", o.source.c_str(),
-                            static_cast<long long>(o.run_id), o.commit.c_str());
+                std::printf("%s: already stored as run %lld (commit %s); not added again\n", source.c_str(),
+                            static_cast<long long>(o.run_id), commit.c_str());
               }
             }
             std::printf("%s: %lld runs\n", store.path().c_str(), static_cast<long long>(store.run_count()));

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "torchprobe/escape.h"
 #include "torchprobe/io.h"
 #include "torchprobe/report/printers.h"
 
@@ -42,7 +43,7 @@ std::vector<Command> add_report_command(CLI::App& app) {
              std::fprintf(stderr, "torchprobe: wrote %s, %s and %zu chart(s) for %zu benchmark(s)\n",
                           (out / "report.md").c_str(), (out / "results.csv").c_str(), charts.size(), results.results.size());
              if (const std::string partial = results.partial_runs(); !partial.empty()) {
-               std::fprintf(stderr, "torchprobe: warning: partial run: %s\n", partial.c_str());
+               std::fprintf(stderr, "torchprobe: warning: partial run: %s\n", terminal_line(partial).c_str());
              }
              return 0;
            }}};

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "torchprobe/error.h"
+#include "torchprobe/escape.h"
 #include "torchprobe/io.h"
 
 namespace torchprobe {
@@ -54,7 +55,7 @@ CLI::Validator in_range(T min, T max) {
 
 /// Runs `body` and maps failures to exit codes: 2 for bad input (flags, devices, data
 /// files) and for a file that cannot be written, 1 for a failed run. Prints "torchprobe: error: ..."
-/// on one line.
+/// on one line: a message quoting a file or an argument shows its control characters as escapes.
 template <typename Body>
 int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   try {
@@ -64,19 +65,19 @@ int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "torchprobe: error: %s\n", e.what());
+    std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(e.what()).c_str());
     return 2;
   }
   try {
     return body();
   } catch (const InputError& e) {
-    std::fprintf(stderr, "torchprobe: error: %s\n", e.what());
+    std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(e.what()).c_str());
     return 2;
   } catch (const io::WriteError& e) {
-    std::fprintf(stderr, "torchprobe: error: %s\n", e.what());
+    std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "torchprobe: error: %s\n", short_message(e).c_str());
+    std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(short_message(e)).c_str());
     return 1;
   }
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "torchprobe/escape.h"
 #include "torchprobe/report/table.h"
 #include "torchprobe/stats.h"
 
@@ -72,14 +73,17 @@ std::string points_table(const Series& series, const std::vector<SeriesChange>& 
   return out;
 }
 
+// Console lines: the commit, date, name, device and host come from the database, so each is escaped.
 std::string change_line(const SeriesChange& c) {
-  return fmt::format("change point at {} ({}): {} -> {} ({}, p = {:.3f}){}", short_commit(c.commit), c.date,
+  return fmt::format("change point at {} ({}): {} -> {} ({}, p = {:.3f}){}", terminal_line(short_commit(c.commit)),
+                     terminal_line(c.date),
                      format_duration(c.before_ms), format_duration(c.after_ms), format_pct(c.change_pct, /*sign=*/true),
                      c.p_value, c.slowdown() ? " SLOWER" : " faster");
 }
 
 std::string series_header(const Series& s) {
-  return fmt::format("{}  device {}  host {}  ({} run{})", s.name, s.device, s.host, s.points.size(),
+  return fmt::format("{}  device {}  host {}  ({} run{})", terminal_line(s.name), terminal_line(s.device),
+                     terminal_line(s.host), s.points.size(),
                      s.points.size() == 1 ? "" : "s");
 }
 
@@ -155,11 +159,11 @@ std::string check_console(const std::vector<Slowdown>& slowdowns, const std::str
   }
   const std::string settings = fmt::format("min change {}, alpha {}", format_pct(options.min_change_pct), options.alpha);
   if (slowdowns.empty()) {
-    out += fmt::format("OK: no slowdown change point at commit {} in {} series ({}; exit 0)\n", short_commit(commit),
+    out += fmt::format("OK: no slowdown change point at commit {} in {} series ({}; exit 0)\n", terminal_line(short_commit(commit)),
                        series_checked, settings);
   } else {
     out += fmt::format("FAIL: {} of {} series slowed down at commit {} ({}; exit 1)\n", slowdowns.size(), series_checked,
-                       short_commit(commit), settings);
+                       terminal_line(short_commit(commit)), settings);
   }
   return out;
 }

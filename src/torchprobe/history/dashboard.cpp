@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "torchprobe/digest.h"
 #include "torchprobe/flags.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/report/printers.h"
@@ -21,25 +22,20 @@ using report::xml_escape;
 constexpr double kChartWidth = 760, kPlotTop = 34, kPlotHeight = 150, kPad = 8, kFont = 11;
 constexpr double kSecondsPerHour = 3600.0;
 
-// The page runs nothing from outside: the policy blocks any load, so a stray reference shows as a console error.
-const char* const kHead = R"(<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
-<title>torchprobe performance history</title>
-<style>
+// The page runs nothing from outside and nothing but its own style and script: the policy blocks any load and
+// admits only the inline <style> and <script> whose SHA-256 it names (no 'unsafe-inline'), so markup that got
+// into the page some other way stays inert, and a stray reference shows as a console error.
+const char* const kStyle = R"(
 body{font-family:sans-serif;margin:16px;color:#222}
 h1{font-size:20px}h2{font-size:17px;margin-top:28px}h3{font-size:13px;margin:18px 0 4px;font-weight:normal;word-break:break-all}
 section.series svg,section.device svg{display:block;max-width:100%;height:auto}
 table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px}td.num,th.num{text-align:right}
 #filter{font-size:14px;width:28em;padding:3px}
 .note{color:#555;font-size:13px}
-</style></head>
-<body>
-<h1>torchprobe performance history</h1>
 )";
 
 // Filter box; self-check on "#selftest=filter:TEXT[,clip-canary]" for the browser test.
-const char* const kScript = R"(<script>
+const char* const kScript = R"(
 (function () {
   var errors = [];
   window.addEventListener('error', function (e) { errors.push(String(e.message)); });
@@ -88,8 +84,22 @@ const char* const kScript = R"(<script>
   result.errors = errors;
   document.getElementById('selftest').textContent = JSON.stringify(result);
 })();
-</script>
 )";
+
+// A CSP hash source for an inline element's exact text.
+std::string hash_source(const std::string& text) { return "'sha256-" + base64(sha256(text)) + "'"; }
+
+std::string head() {
+  return fmt::format(R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src {}; style-src {}; img-src data:">
+<title>torchprobe performance history</title>
+<style>{}</style></head>
+<body>
+<h1>torchprobe performance history</h1>
+)",
+                     hash_source(kScript), hash_source(kStyle), kStyle);
+}
 
 std::string short_commit(const std::string& sha) { return sha.substr(0, 7); }
 
@@ -237,7 +247,7 @@ std::string dashboard_html(const std::vector<SeriesReport>& reports, const repor
                            const DashboardOptions& options) {
   size_t runs = 0, changes = 0;
   for (const auto& r : reports) runs = std::max(runs, r.series.points.size()), changes += r.changes.size();
-  std::string out = kHead;
+  std::string out = head();
   out += fmt::format("<p class=\"note\">{} series, up to {} runs each, {} change points (E-divisive means).</p>\n",
                      reports.size(), runs, changes);
   out += "<h2>Latest device comparison</h2>\n" + device_section(latest, options);
@@ -250,7 +260,7 @@ std::string dashboard_html(const std::vector<SeriesReport>& reports, const repor
                        xml_escape(key), xml_escape(s.name), xml_escape(s.device), xml_escape(s.host), series_svg(reports[i], i));
   }
   out += "<pre id=\"selftest\" hidden></pre>\n";
-  out += kScript;
+  out += std::string("<script>") + kScript + "</script>\n";
   out += "</body></html>\n";
   return out;
 }

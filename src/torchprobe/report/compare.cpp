@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "torchprobe/escape.h"
 #include "torchprobe/input_error.h"
-#include "torchprobe/report/svg_util.h"
 #include "torchprobe/report/table.h"
 
 namespace torchprobe::report {
@@ -336,11 +336,11 @@ std::string compare_summary(const CompareReport& report, const CompareOptions& o
 }
 
 std::string compare_console(const CompareReport& report, const CompareOptions& options) {
-  return comparison_table(report).console() + compare_summary(report, options) + "\n";
+  return comparison_table(report).console() + terminal_line(compare_summary(report, options)) + "\n";
 }
 
 std::string compare_markdown(const CompareReport& report, const CompareOptions& options) {
-  std::string out = "# torchprobe compare\n\n**" + compare_summary(report, options) + "**\n\n";
+  std::string out = "# torchprobe compare\n\n**" + markdown_text(compare_summary(report, options)) + "**\n\n";
   out += fmt::format("Threshold {}, alpha {}: a benchmark is SLOWER when its median time grew by more than the threshold "
                      "and the test on its repetitions says p < alpha; change = (current - baseline) / baseline of the "
                      "medians, positive is slower.\n\n",

@@ -2,19 +2,13 @@
 
 #include <cmath>
 
+#include "torchprobe/escape.h"
 #include "torchprobe/phases.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/views.h"
 
 namespace torchprobe::report {
 namespace {
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
 
 std::string csv_number(double value) { return std::isfinite(value) ? fmt::format("{:.6g}", value) : ""; }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "torchprobe/escape.h"
 #include "torchprobe/phases.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/table.h"
@@ -264,15 +265,16 @@ Table other_table(const ResultSet& results) {
   return t;
 }
 
+// A run's context as Markdown: every field comes from the results file, so each is escaped.
 std::string context_line(const RunContext& c) {
-  std::string line = fmt::format("host `{}`", c.host.empty() ? "?" : c.host);
+  std::string line = "host " + markdown_code(c.host.empty() ? "?" : c.host);
   if (c.num_cpus > 0) line += fmt::format(" ({} CPUs)", c.num_cpus);
-  if (!c.date.empty()) line += ", " + c.date;
-  if (!c.libtorch_version.empty()) line += ", LibTorch " + c.libtorch_version;
-  if (!c.threads.empty()) line += ", " + c.threads + " threads";
-  if (!c.blas.empty()) line += ", BLAS " + c.blas;
-  if (!c.torchprobe_version.empty()) line += ", torchprobe " + c.torchprobe_version;
-  if (!c.data.empty()) line += "; " + c.data;
+  if (!c.date.empty()) line += ", " + markdown_text(c.date);
+  if (!c.libtorch_version.empty()) line += ", LibTorch " + markdown_text(c.libtorch_version);
+  if (!c.threads.empty()) line += ", " + markdown_text(c.threads) + " threads";
+  if (!c.blas.empty()) line += ", BLAS " + markdown_text(c.blas);
+  if (!c.torchprobe_version.empty()) line += ", torchprobe " + markdown_text(c.torchprobe_version);
+  if (!c.data.empty()) line += "; " + markdown_text(c.data);
   return line;
 }
 
@@ -282,11 +284,11 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
   std::string out = "# torchprobe report\n\n";
   for (const auto& c : results.contexts) {
     if (c.partial()) {
-      out += fmt::format("**Partial run:** `{}` is {}; the benchmarks it did not reach are missing below.\n\n", c.source,
-                         c.run_status);
+      out += fmt::format("**Partial run:** {} is {}; the benchmarks it did not reach are missing below.\n\n",
+                         markdown_code(c.source), markdown_text(c.run_status));
     }
   }
-  for (const auto& c : results.contexts) out += fmt::format("- `{}`: {}\n", c.source, context_line(c));
+  for (const auto& c : results.contexts) out += fmt::format("- {}: {}\n", markdown_code(c.source), context_line(c));
 
   Table devices;
   devices.header = {"device", "name", "details"};
@@ -303,14 +305,17 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
   const auto sentences = comparison_sentences(view);
   if (!sentences.empty()) {
     out += "\n## In short\n\nTraining throughput, baseline variant (fp32, NCHW), at the largest batch both devices ran:\n\n";
-    for (const auto& line : sentences) out += "- " + line + ".\n";
+    for (const auto& line : sentences) out += "- " + markdown_text(line) + ".\n";
   }
   if (!view.rows.empty()) {
     out += "\n## Training step\n\nFull step (host-to-device copy, forward, loss, backward, SGD step); images/s is the "
            "median over repetitions (± its CV)";
-    out += view.baseline.empty() || view.devices.size() < 2 ? ".\n" : fmt::format(", speedup against {}.\n", view.baseline);
-    for (const auto& chart : charts) out += fmt::format("\n![{}]({})\n", chart.title, chart.file);
-    for (const auto& model : view.models()) out += fmt::format("\n### {}\n\n", model) + training_table(view, model).markdown();
+    out += view.baseline.empty() || view.devices.size() < 2 ? ".\n"
+                                                            : fmt::format(", speedup against {}.\n", markdown_text(view.baseline));
+    for (const auto& chart : charts) out += fmt::format("\n![{}]({})\n", markdown_text(chart.title), chart.file);
+    for (const auto& model : view.models()) {
+      out += fmt::format("\n### {}\n\n", markdown_text(model)) + training_table(view, model).markdown();
+    }
     const Table variants = variant_table(results);
     if (!variants.rows.empty()) {
       out += "\n### Variants\n\nEach training-step variant against the baseline (fp32, NCHW, no cuDNN autotuning, no "
@@ -367,14 +372,14 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
 std::string to_console_summary(const ResultSet& results, const ReportOptions& options) {
   std::string out;
   for (const auto& c : results.contexts) {
-    if (c.partial()) out += fmt::format("PARTIAL RUN: {} is {}\n", c.source, c.run_status);
+    if (c.partial()) out += fmt::format("PARTIAL RUN: {} is {}\n", terminal_line(c.source), terminal_line(c.run_status));
   }
   const TrainView view = train_view(results);
   const auto sentences = comparison_sentences(view);
-  for (const auto& line : sentences) out += line + "\n";
+  for (const auto& line : sentences) out += terminal_line(line) + "\n";
   if (!sentences.empty()) out += "\n";
   for (const auto& model : view.models()) {
-    out += fmt::format("train_step/{}\n", model) + training_table(view, model).console() + "\n";
+    out += fmt::format("train_step/{}\n", terminal_line(model)) + training_table(view, model).console() + "\n";
   }
   const Table variants = variant_table(results);
   if (!variants.rows.empty()) out += "train_step variants\n" + variants.console() + "\n";

@@ -5,27 +5,6 @@
 
 namespace torchprobe::report {
 
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // Control characters other than tab and newlines are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
-          out += ' ';
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
-}
-
 double text_width(const std::string& text, double font_size) {
   // Advance widths in em, DejaVu Sans rounded up per class; anything else (CJK, symbols) counts as 1 em.
   double em = 0.0;

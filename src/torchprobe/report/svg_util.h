@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "torchprobe/escape.h"
+
 namespace torchprobe::report {
 
-/// Escapes &, <, >, " and ' for XML text and attribute values (SVG, HTML, JUnit); control characters XML 1.0
-/// does not allow become spaces.
-std::string xml_escape(const std::string& text);
+using torchprobe::xml_escape;  // the one XML escaping (torchprobe/escape.h), under the name the printers use
 
 /// An upper bound of the width in px of `text` in a sans-serif font of `font_size` px: per-character
 /// widths of DejaVu Sans (the widest common sans-serif; Arial and Liberation Sans are narrower), rounded up.

@@ -1,6 +1,6 @@
 #include "torchprobe/report/table.h"
 
-#include "torchprobe/report/svg_util.h"
+#include "torchprobe/escape.h"
 
 #include <fmt/format.h>
 
@@ -26,13 +26,13 @@ bool right(const Table& t, size_t column) { return column < t.right_aligned.size
 
 std::string Table::markdown() const {
   std::string out = "|";
-  for (const auto& h : header) out += " " + h + " |";
+  for (const auto& h : header) out += " " + markdown_text(h) + " |";
   out += "\n|";
   for (size_t c = 0; c < header.size(); ++c) out += right(*this, c) ? "---:|" : "---|";
   out += "\n";
   for (const auto& row : rows) {
     out += "|";
-    for (const auto& cell : row) out += " " + cell + " |";
+    for (const auto& cell : row) out += " " + markdown_text(cell) + " |";
     out += "\n";
   }
   return out;
@@ -54,9 +54,17 @@ std::string Table::html() const {
 }
 
 std::string Table::console() const {
-  std::vector<size_t> widths(header.size(), 0);
-  for (size_t c = 0; c < header.size(); ++c) widths[c] = width(header[c]);
-  for (const auto& row : rows) {
+  const auto shown = [](const std::vector<std::string>& cells) {
+    std::vector<std::string> out;
+    for (const auto& cell : cells) out.push_back(terminal_line(cell));
+    return out;
+  };
+  const std::vector<std::string> head = shown(header);
+  std::vector<std::vector<std::string>> body;
+  for (const auto& row : rows) body.push_back(shown(row));
+  std::vector<size_t> widths(head.size(), 0);
+  for (size_t c = 0; c < head.size(); ++c) widths[c] = width(head[c]);
+  for (const auto& row : body) {
     for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], width(row[c]));
   }
   const auto line = [&](const std::vector<std::string>& cells) {
@@ -67,11 +75,11 @@ std::string Table::console() const {
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
   };
-  std::string out = line(header);
+  std::string out = line(head);
   size_t total = 0;
   for (const auto w : widths) total += w;
   out += std::string(total + 2 * (widths.empty() ? 0 : widths.size() - 1), '-') + "\n";
-  for (const auto& row : rows) out += line(row);
+  for (const auto& row : body) out += line(row);
   return out;
 }
 

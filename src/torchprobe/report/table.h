@@ -1,5 +1,6 @@
 #pragma once
-// A table of already-formatted cells, printed as GitHub Markdown or as aligned console text.
+// A table of already-formatted plain-text cells, printed as GitHub Markdown, aligned console text or HTML;
+// each rendering escapes every cell for its output (torchprobe/escape.h), so a cell never carries markup.
 #include <string>
 #include <vector>
 
@@ -11,8 +12,8 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 
   void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
-  std::string markdown() const;
-  std::string console() const;
+  std::string markdown() const;  ///< cells through markdown_text: no cell adds a column, a row or markup
+  std::string console() const;   ///< cells through terminal_line: no control character reaches the terminal
   std::string html() const;  ///< a <table>, cells escaped; right-aligned cells get class "num"
 };
 

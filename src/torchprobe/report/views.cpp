@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "torchprobe/escape.h"
 #include "torchprobe/report/datasheet.h"
 #include "torchprobe/report/table.h"
 
@@ -126,45 +127,48 @@ std::vector<PeakRow> peak_rows(const ResultSet& results) {
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct) {
   std::vector<std::string> lines;
   for (const auto& c : results.contexts) {
-    for (const auto& w : c.trust_warnings) lines.push_back(fmt::format("{} (host `{}`): {}", c.source, c.host, w));
+    for (const auto& w : c.trust_warnings) {
+      lines.push_back(fmt::format("{} (host {}): {}", markdown_text(c.source), markdown_code(c.host), markdown_text(w)));
+    }
     if (c.build_type == "debug") {
       lines.push_back(fmt::format("{}: the Google Benchmark library reports a Debug build (Debian's package does): "
-                                  "its loop overhead is higher; torchprobe's own timers are unaffected", c.source));
+                                  "its loop overhead is higher; torchprobe's own timers are unaffected", markdown_text(c.source)));
     }
   }
   for (const auto& r : results.results) {
+    const std::string name = markdown_code(r.name);
     if (r.failed()) {
-      lines.push_back(fmt::format("`{}` did not run: {}", r.name, r.error));
+      lines.push_back(fmt::format("{} did not run: {}", name, markdown_text(r.error)));
       continue;
     }
     if (r.cv_pct > noise_cv_pct) {
-      lines.push_back(fmt::format("`{}`: CV {} over {} repetitions exceeds the {} noise threshold; treat its "
+      lines.push_back(fmt::format("{}: CV {} over {} repetitions exceeds the {} noise threshold; treat its "
                                   "differences with care, or add repetitions on a quieter host",
-                                  r.name, format_pct(r.cv_pct), r.repetitions, format_pct(noise_cv_pct)));
+                                  name, format_pct(r.cv_pct), r.repetitions, format_pct(noise_cv_pct)));
     }
     if (r.suite == "train_step" && r.device == "cpu" && r.has("forward_ms")) {
       double sum = 0.0;
       for (const std::string p : kPhaseNames) sum += std::isfinite(r.counter(p + "_ms")) ? r.counter(p + "_ms") : 0.0;
       if (r.median_ms > 0.0 && std::fabs(r.median_ms - sum) > kPhaseSumTolerance * r.median_ms) {
-        lines.push_back(fmt::format("`{}`: the step took {} ms but its phases add up to {} ms ({}): on the CPU they "
+        lines.push_back(fmt::format("{}: the step took {} ms but its phases add up to {} ms ({}): on the CPU they "
                                     "should match, so something outside the step's work ran during it (another thread "
                                     "pool spinning, other processes); check `torchprobe devices` for BLAS threading "
                                     "warnings and the host's load",
-                                    r.name, format_ms(r.median_ms), format_ms(sum),
+                                    name, format_ms(r.median_ms), format_ms(sum),
                                     format_pct(100.0 * (r.median_ms - sum) / r.median_ms, /*sign=*/true)));
       }
     }
     const std::string mfu = mfu_label(r);
     if (!mfu.empty()) {
-      lines.push_back(fmt::format("`{}`: MFU {} is above the compute roof: the kernels did fewer real FLOPs than the "
+      lines.push_back(fmt::format("{}: MFU {} is above the compute roof: the kernels did fewer real FLOPs than the "
                                   "model's analytic count (convolution kernels skip taps on zero padding; Winograd/FFT algorithms), so it is an "
                                   "effective rate",
-                                  r.name, format_roof_pct(r.counter("mfu_pct"), mfu)));
+                                  name, format_roof_pct(r.counter("mfu_pct"), mfu)));
     }
     if (r.suite == "op") {
       const OpMetrics m = op_metrics(r);
       if (!m.label.empty()) {
-        lines.push_back(fmt::format("`{}`: {} of the {} roof: {}", r.name, format_roof_pct(m.pct_of_roof, m.label),
+        lines.push_back(fmt::format("{}: {} of the {} roof: {}", name, format_roof_pct(m.pct_of_roof, m.label),
                                     m.bound,
                                     m.label == "cache-resident"
                                         ? "part of its working set was served from cache, faster than the STREAM triad "

@@ -69,6 +69,7 @@ constexpr double kPhaseSumTolerance = 0.25;
 /// Lines that say a figure cannot be trusted, each with what to do: what the run found on its host
 /// (busy processes, frequency scaling, threads, BLAS), Debug builds, a CV above the noise threshold, a
 /// CPU step that differs from the sum of its phases, figures above their roof, failed or skipped runs.
+/// They are Markdown: names as code spans, other text from the files escaped (torchprobe/escape.h).
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct);
 
 }  // namespace torchprobe::report

@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "commands.h"
@@ -109,6 +111,23 @@ int run_data_parallel(const Flags& flags) {
 }
 #endif
 
+/// A finite number in [min, max] of `unit`: CLI::Range lets "nan" through (no comparison with it is true).
+CLI::Validator finite_in(double min, double max, const std::string& unit) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || value < min || value > max) {
+          return fmt::format("{} is not a number of {} in [{:g}, {:g}]", text, unit, min, max);
+        }
+        return std::string();
+      },
+      fmt::format("{} in [{:g}, {:g}]", unit, min, max));
+}
+
+/// --timeout's bounds. Below a second the ranks' start-up alone (loading LibTorch) can exceed it.
+constexpr double kMinTimeout = 1.0, kMaxTimeout = 86400.0;
+
 }  // namespace
 
 std::vector<Command> add_dist_command(CLI::App& app) {
@@ -120,8 +139,10 @@ std::vector<Command> add_dist_command(CLI::App& app) {
   auto* dp = dist->add_subcommand(
       "dataparallel", "One process: torch::nn::parallel::data_parallel training steps over several GPUs, scaling efficiency");
   for (auto* cmd : {allreduce, train}) {
-    cmd->add_option("--timeout", flags->timeout_s, "Seconds to wait for the store and the other ranks")
-        ->check(CLI::Range(0.001, 86400.0))
+    cmd->add_option("--timeout", flags->timeout_s,
+                    "Seconds to wait for the store and the other ranks (one deadline for the whole rendezvous), and for "
+                    "each collective")
+        ->check(finite_in(kMinTimeout, kMaxTimeout, "seconds"))
         ->capture_default_str();
     cmd->add_option("--device", flags->device, "cpu (Gloo), cuda (cuda:LOCAL_RANK) or cuda:N (NCCL)")->capture_default_str();
   }
@@ -148,7 +169,7 @@ std::vector<Command> add_dist_command(CLI::App& app) {
     cmd->add_option("--warmup", flags->warmup, "Untimed steps first")->check(CLI::Range(0, 10000000))->capture_default_str();
   }
   train->add_option("--bucket-mib", flags->bucket_mib, "All-reduce bucket size")
-      ->check(CLI::Range(0.001, 1e6))
+      ->check(finite_in(0.001, 1e6, "MiB"))
       ->capture_default_str();
 #ifdef TORCHPROBE_HAS_DIST
   return {{allreduce, [flags] { return run_rank(*flags, /*all_reduce=*/true); }},

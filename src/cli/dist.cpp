@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "commands.h"
@@ -113,6 +115,9 @@ int run_data_parallel(const Flags& flags) {
 }
 #endif
 
+/// --timeout's bounds. Below a second the ranks' start-up alone (loading LibTorch) can exceed it.
+constexpr double kMinTimeout = 1.0, kMaxTimeout = 86400.0;
+
 }  // namespace
 
 std::vector<Command> add_dist_command(CLI::App& app) {
@@ -124,8 +129,10 @@ std::vector<Command> add_dist_command(CLI::App& app) {
   auto* dp = dist->add_subcommand(
       "dataparallel", "One process: torch::nn::parallel::data_parallel training steps over several GPUs, scaling efficiency");
   for (auto* cmd : {allreduce, train}) {
-    cmd->add_option("--timeout", flags->timeout_s, "Seconds to wait for the store and the other ranks")
-        ->check(in_range(0.001, 86400.0))
+    cmd->add_option("--timeout", flags->timeout_s,
+                    "Seconds to wait for the store and the other ranks (one deadline for the whole rendezvous), and for "
+                    "each collective")
+        ->check(in_range(kMinTimeout, kMaxTimeout))
         ->capture_default_str();
     cmd->add_option("--device", flags->device, "cpu (Gloo), cuda (cuda:LOCAL_RANK) or cuda:N (NCCL)")->capture_default_str();
   }

@@ -3,10 +3,13 @@
 // builds of LibTorch, and the collectives' base class differs between versions (1.13:
 // c10d::ProcessGroup; 2.x: c10d::Backend, which ProcessGroupGloo and ProcessGroupNCCL derive from).
 // The store's wire protocol differs too: dist/agent_store.h connects to torchrun's agent store either way.
+// And the logger: glog in Debian's build, c10's own in the wheels (quiet_library_logs()).
 // Implemented in backend_cuda.cpp / backend_nocuda.cpp; included only by the dist code.
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
+#include <c10/util/Logging.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/types.h>
 #include <torch/version.h>
@@ -43,6 +46,21 @@ inline void shutdown_backend(CollectiveBackend& collectives) {
   collectives.shutdown();
 #else
   (void)collectives;
+#endif
+}
+
+/// Turns LibTorch's own log lines below FATAL off for the rest of the process: c10d's ("[c10d] The server
+/// socket has failed to bind", the client's retries) and, where LibTorch logs through glog (Debian's 1.13),
+/// glog's ("WARNING: Logging before InitGoogleLogging()"). The dist errors carry their cause in one line of
+/// our own. Left alone where the user asked for LibTorch's logs (TORCH_CPP_LOG_LEVEL or GLOG_minloglevel set).
+inline void quiet_library_logs() {
+  for (const char* asked : {"TORCH_CPP_LOG_LEVEL", "GLOG_minloglevel"}) {
+    if (const char* value = std::getenv(asked); value != nullptr && *value != '\0') return;
+  }
+  constexpr int kFatal = 3;  // c10's and glog's severity numbers agree: INFO 0, WARNING 1, ERROR 2, FATAL 3
+  FLAGS_caffe2_log_level = kFatal;  // c10d's C10D_WARNING/C10D_ERROR, and c10's LOG without glog
+#ifdef C10_USE_GLOG
+  FLAGS_minloglevel = kFatal;
 #endif
 }
 

@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -62,32 +64,79 @@ std::string message_of(const std::exception& e) {
 
 std::string seconds(std::chrono::milliseconds ms) { return fmt::format("{:.1f} s", static_cast<double>(ms.count()) / 1e3); }
 
-// Thrown when the peer at MASTER_PORT accepted the connection but never answered the store's handshake.
-struct StoreSilent : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using Clock = std::chrono::steady_clock;
 
-// Connects to (or hosts) the store with a deadline. LibTorch 2.x pings the server from the TCPStore
-// constructor with a blocking recv that has no timeout: a program on MASTER_PORT that accepts the
-// connection and never answers (an HTTP server, a stopped rank 0) would hang the rank for ever. The
-// constructor runs on its own thread; past the deadline that thread is left blocked (it owns nothing
-// of ours and ends with the process) and the caller gets StoreSilent.
-c10::intrusive_ptr<c10d::Store> connect_store(std::function<c10::intrusive_ptr<c10d::Store>()> make,
-                                              std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<c10::intrusive_ptr<c10d::Store>>>();
+/// What is left of the rendezvous' one deadline: at least 1 ms, since c10d reads a timeout of 0 as "none".
+std::chrono::milliseconds left_until(Clock::time_point deadline) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                  std::chrono::milliseconds(1));
+}
+
+/// Runs `work` on a thread of its own and waits for it until `deadline`: its result, its exception, or
+/// nothing when it is still running then. Past the deadline the thread is left blocked (LibTorch 2.x's
+/// TCPStore constructor pings the server with a recv that has no timeout; 1.13's queries wait for their
+/// answers without one; getaddrinfo can wait on a DNS server): it owns nothing of the caller's and ends
+/// with the process.
+template <typename T>
+std::optional<T> finish_by(std::function<T()> work, Clock::time_point deadline) {
+  auto promise = std::make_shared<std::promise<T>>();
   auto future = promise->get_future();
-  std::thread([promise, make = std::move(make)] {
+  std::thread([promise, work = std::move(work)] {
     try {
-      promise->set_value(make());
+      promise->set_value(work());
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
   }).detach();
-  // The constructor retries the connection itself for up to `timeout`; the handshake after it gets as long.
-  if (future.wait_for(2 * timeout + std::chrono::seconds(1)) != std::future_status::ready) {
-    throw StoreSilent("no answer to the store's handshake");
-  }
+  if (future.wait_until(deadline) != std::future_status::ready) return std::nullopt;
   return future.get();
+}
+
+/// How long the checks after a missed deadline may take (whether anything listens, which ranks are
+/// missing): the error comes this much after `--timeout` at most.
+constexpr std::chrono::milliseconds kAfterDeadline{250};
+
+/// Resolves MASTER_ADDR before anything connects to it, so a misspelt host is named as such rather
+/// than as a store that does not answer. Within the deadline: a resolver can wait long on a DNS server.
+void check_resolvable(const DistEnv& env, Clock::time_point deadline, std::chrono::milliseconds timeout) {
+  const auto error = finish_by<std::string>(
+      [host = env.master_addr, port = env.master_port] {
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* found = nullptr;
+        const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+        if (found != nullptr) freeaddrinfo(found);
+        if (rc == EAI_SYSTEM) return std::string(std::strerror(errno));
+        return rc == 0 ? std::string() : std::string(gai_strerror(rc));
+      },
+      deadline);
+  if (!error) {
+    throw std::runtime_error(fmt::format("could not resolve MASTER_ADDR {} within {} (is the DNS server reachable?)",
+                                         env.master_addr, seconds(timeout)));
+  }
+  if (!error->empty()) {
+    throw InputError(fmt::format("cannot resolve MASTER_ADDR {}: {} (it must name rank 0's host, as every rank resolves it)",
+                                 env.master_addr, *error));
+  }
+}
+
+/// Between attempts to connect to a store that refused the connection.
+constexpr std::chrono::milliseconds kRetryPause{100};
+
+/// Waits for every key until the deadline, a thousand at a time: a store takes a while to read one wait
+/// for 100000 keys, and the wait's timeout starts only then.
+void wait_all(c10d::Store& store, const std::vector<std::string>& keys, Clock::time_point deadline) {
+  constexpr size_t kBatch = 1000;
+  for (size_t i = 0; i < keys.size(); i += kBatch) {
+    const auto end = keys.begin() + static_cast<std::ptrdiff_t>(std::min(keys.size(), i + kBatch));
+    store.wait(std::vector<std::string>(keys.begin() + static_cast<std::ptrdiff_t>(i), end), left_until(deadline));
+  }
+}
+
+/// `text` cut to `max` characters: c10d's messages can list every key a wait was for (one per rank).
+std::string clipped(const std::string& text, size_t max = 200) {
+  return text.size() <= max ? text : text.substr(0, max) + "...";
 }
 
 }  // namespace
@@ -207,6 +256,21 @@ torch::Device rank_device(const DistEnv& env, const std::string& text) {
   return parse_devices(text, query).front();
 }
 
+std::string rank_list(const std::vector<int>& named, std::int64_t total) {
+  const size_t shown = std::min(named.size(), kListedRanks);
+  total = std::max(total, static_cast<std::int64_t>(shown));
+  if (total == 0) return "no rank";
+  if (shown == 0) return fmt::format("{} rank{}", total, total == 1 ? "" : "s");
+  std::string out = total == 1 ? "rank " : "ranks ";
+  const std::int64_t more = total - static_cast<std::int64_t>(shown);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += i + 1 == shown && more == 0 ? " and " : ", ";
+    out += std::to_string(named[i]);
+  }
+  if (more > 0) out += fmt::format(" and {} more", more);
+  return out;
+}
+
 /// Where a rank runs, as it published itself in the store when it joined.
 struct Peer {
   std::string host;
@@ -246,8 +310,8 @@ std::string this_host() {
   return name;
 }
 
-/// Whether something accepts a TCP connection at addr:port now (a second at most).
-bool accepts_connections(const std::string& addr, int port) {
+/// Whether something accepts a TCP connection at addr:port now (`wait` at most).
+bool accepts_connections(const std::string& addr, int port, std::chrono::milliseconds wait) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -263,7 +327,7 @@ bool accepts_connections(const std::string& addr, int port) {
       pollfd pfd{fd, POLLOUT, 0};
       int error = 0;
       socklen_t length = sizeof error;
-      accepted = poll(&pfd, 1, 1000) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+      accepted = poll(&pfd, 1, static_cast<int>(wait.count())) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
     }
     close(fd);
   }
@@ -273,6 +337,12 @@ bool accepts_connections(const std::string& addr, int port) {
 
 std::string owner_key(int rank) { return fmt::format("torchprobe/rank_owner/{}", rank); }
 std::string claims_key(int rank) { return fmt::format("torchprobe/rank_claims/{}", rank); }
+std::string world_key(int rank) { return fmt::format("torchprobe/world_size/{}", rank); }
+// How many ranks have published their WORLD_SIZE: the missing ones are counted, not scanned for.
+const char* const kJoinedKey = "torchprobe/joined";
+// The ranks a second process claimed, numbered from 1 (a list: scanning every rank's claims would
+// take as long as the job is large).
+const char* const kDuplicatesKey = "torchprobe/duplicates";
 
 /// Takes this process's RANK in the store: one process per rank. A second process with the same RANK
 /// (the same command started twice, two jobs on one MASTER_PORT, a launcher that repeats RANK) would
@@ -283,6 +353,8 @@ void claim_rank(c10d::Store& store, const DistEnv& env, const std::string& who) 
     store.set(owner_key(env.rank), bytes_of(identity));
     return;
   }
+  const auto duplicate = store.add(kDuplicatesKey, 1);
+  store.set(fmt::format("{}/{}", kDuplicatesKey, duplicate), bytes_of(std::to_string(env.rank)));
   std::string other = "another process";
   try {
     // The first one publishes who it is right after its claim.
@@ -296,14 +368,34 @@ void claim_rank(c10d::Store& store, const DistEnv& env, const std::string& who) 
                                who, other, env.rank, env.endpoint()));
 }
 
-/// "; rank 1 was started 2 times" for every rank claimed by more than one process ("" when none).
-std::string twice_started(c10d::Store& store, const DistEnv& env) {
-  std::string out;
-  for (int r = 0; r < env.world_size; ++r) {
-    const auto claims = store.add(claims_key(r), 0);
-    if (claims > 1) out += fmt::format("; rank {} was started {} times", r, claims);
+/// "; rank 1 was started 2 times" for every rank claimed by more than one process, the first
+/// kListedRanks of them ("" when none).
+std::string twice_started(c10d::Store& store) {
+  const auto duplicates = store.add(kDuplicatesKey, 0);
+  std::vector<int> ranks;
+  for (std::int64_t i = 1; i <= duplicates && ranks.size() < kListedRanks; ++i) {
+    const std::string key = fmt::format("{}/{}", kDuplicatesKey, i);
+    if (!store.check({key})) continue;  // counted, then stopped before it said which rank
+    const int rank = std::stoi(string_of(store.get(key)));
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
   }
+  std::string out;
+  for (const int r : ranks) out += fmt::format("; rank {} was started {} times", r, store.add(claims_key(r), 0));
   return out;
+}
+
+/// Which ranks have not published their WORLD_SIZE: all of them counted, the first kListedRanks named.
+/// Throws when the store does not answer.
+std::string missing_ranks(c10d::Store& store, const DistEnv& env) {
+  const std::int64_t missing = env.world_size - store.add(kJoinedKey, 0);
+  std::vector<int> named;
+  const auto give_up = Clock::now() + kAfterDeadline;
+  for (int r = 0; r < env.world_size && static_cast<std::int64_t>(named.size()) < std::min<std::int64_t>(missing, kListedRanks) &&
+                  Clock::now() < give_up;
+       ++r) {
+    if (!store.check({world_key(r)})) named.push_back(r);
+  }
+  return rank_list(named, std::max<std::int64_t>(missing, static_cast<std::int64_t>(named.size())));
 }
 
 /// This host's address on the route to MASTER_ADDR: where the other ranks can reach this one. On one
@@ -370,6 +462,7 @@ struct ProcessGroup::Impl {
   /// is gone, where known. Ranks on this host are checked by their process ids.
   std::string explain(const DistEnv& env, const std::string& what, const std::string& message) const {
     const std::string host = this_host();
+    std::vector<int> gone_ranks, other_ranks;
     std::string gone, others;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);  // for all peers
     for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
@@ -378,9 +471,14 @@ struct ProcessGroup::Impl {
       const bool local = p.host == host;
       const bool exited = local && p.pid > 0 && process_exited(p.pid, deadline);
       const std::string who = fmt::format("rank {} ({})", r, p.describe());
-      if (exited) gone += (gone.empty() ? "" : ", ") + who;
-      others += (others.empty() ? "" : ", ") + who + (local ? ", still running" : "");
+      // Named up to kListedRanks each, then counted: a job can have thousands of ranks.
+      if (exited && gone_ranks.size() < kListedRanks) gone += (gone.empty() ? "" : ", ") + who;
+      if (exited) gone_ranks.push_back(r);
+      if (other_ranks.size() < kListedRanks) others += (others.empty() ? "" : ", ") + who + (local ? ", still running" : "");
+      other_ranks.push_back(r);
     }
+    if (gone_ranks.size() > kListedRanks) gone += fmt::format(" and {} more", gone_ranks.size() - kListedRanks);
+    if (other_ranks.size() > kListedRanks) others += fmt::format(" and {} more", other_ranks.size() - kListedRanks);
     const std::string cause = !gone.empty() ? fmt::format("{} exited or was killed: see its output", gone)
                                             : fmt::format("a peer went away, stalled or cannot be reached (the other ranks: "
                                                           "{}; the rendezvous store: {})",
@@ -396,14 +494,18 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
     const std::string reason = backend::nccl_unsupported_reason(device_);
     if (!reason.empty()) throw InputError(reason);
   }
+  static const bool quiet = (backend::quiet_library_logs(), true);  // once: other ranks' threads may log meanwhile
+  (void)quiet;
+  // One deadline for the whole rendezvous: resolving, connecting, the handshake and every store wait.
+  const auto deadline = Clock::now() + timeout;
+  const auto left = [&] { return left_until(deadline); };
   const std::string who = fmt::format("rank {} of {}", env.rank, env.world_size);
+  check_resolvable(env, deadline, timeout);
   const auto silent_store = [&](const std::string& detail) {
     return std::runtime_error(fmt::format("{}: the rendezvous store at {} does not answer as a c10d TCPStore within {} "
                                           "(is MASTER_PORT another program's port, or did rank 0 stop?): {}",
-                                          who, env.endpoint(), seconds(timeout), detail));
+                                          who, env.endpoint(), seconds(timeout), clipped(detail)));
   };
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<std::uint16_t>(env.master_port);
   const bool host_store = env.rank == 0 && !env.agent_store;  // under torchrun its agent hosts it
   const auto unreachable = [&](const std::string& detail) {
     return std::runtime_error(fmt::format(
@@ -412,41 +514,61 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
         host_store        ? "is the port free (another job's rank 0 or another program may hold it) and MASTER_ADDR an address of this host?"
         : env.agent_store ? "is torchrun's agent on MASTER_ADDR still running?"
                           : "is rank 0 running, and are MASTER_ADDR and MASTER_PORT the same for every rank?",
-        detail));
+        clipped(detail)));
   };
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(env.master_port);
   options.isServer = host_store;
   options.numWorkers = static_cast<std::size_t>(env.world_size);
   options.waitWorkers = false;  // membership is checked below, with a clear error
-  options.timeout = timeout;
+  options.timeout = left();     // how long the constructor retries a refused connection
+  std::optional<c10::intrusive_ptr<c10d::Store>> store;
   try {
-    // Every key under this attempt's prefix: torchrun's agent keeps its store across restarts, and
-    // a restarted group must not read the failed attempt's addresses and membership.
-    auto store = connect_store(
+    store = finish_by<c10::intrusive_ptr<c10d::Store>>(
         // By value: past the deadline this runs on after the constructor has thrown.
-        [addr = env.master_addr, port = env.master_port, agent = env.agent_store, options,
-         timeout]() -> c10::intrusive_ptr<c10d::Store> {
-          c10::intrusive_ptr<c10d::Store> store;
-          if (agent) {
-            store = connect_agent_store(addr, port, timeout);
-          } else {
-            store = c10::make_intrusive<c10d::TCPStore>(addr, options);
+        [addr = env.master_addr, port = env.master_port, agent = env.agent_store, options, deadline] {
+          c10::intrusive_ptr<c10d::Store> made;
+          for (auto attempt = options;; attempt.timeout = left_until(deadline)) {
+            try {
+              if (agent) {
+                made = connect_agent_store(addr, port, attempt.timeout);
+              } else {
+                made = c10::make_intrusive<c10d::TCPStore>(addr, attempt);
+              }
+              break;
+            } catch (const std::exception&) {
+              // LibTorch 1.13's client gives up on a refused connection up to a second before its timeout:
+              // a rank 0 that starts late still has the rest of the deadline. A port rank 0 cannot take stays taken.
+              if (attempt.isServer || Clock::now() + kRetryPause >= deadline) throw;
+              std::this_thread::sleep_for(kRetryPause);
+            }
           }
           // One round trip with an answer, inside the deadline: LibTorch 1.13's client connects to anything
           // and its queries with answers (add, check) wait for them without a timeout.
-          store->check({"torchprobe/handshake"});
-          return store;
+          made->check({"torchprobe/handshake"});
+          return made;
         },
-        timeout);
-    impl_->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("torchprobe/attempt_{}", env.restart_count),
-                                                          std::move(store));
-  } catch (const StoreSilent& e) {
-    // Past the deadline: silent if something accepts connections there, unreachable if nothing does
-    // (LibTorch 2.x's constructor retries with random back-off and can outlast the deadline).
-    if (accepts_connections(env.master_addr, env.master_port)) throw silent_store(e.what());
-    throw unreachable("nothing accepts connections there");
+        deadline);
   } catch (const std::exception& e) {
+    // A client that connected and then failed (LibTorch 2.x's handshake has timeouts of its own) met a
+    // program that is not a store, or a store that went away.
+    if (!host_store && accepts_connections(env.master_addr, env.master_port, kAfterDeadline)) {
+      throw silent_store(message_of(e));
+    }
     throw unreachable(message_of(e));
   }
+  if (!store) {
+    // Past the deadline: silent if something accepts connections there, unreachable if nothing does
+    // (LibTorch 2.x's constructor retries with random back-off and can outlast the deadline).
+    if (accepts_connections(env.master_addr, env.master_port, kAfterDeadline)) {
+      throw silent_store("no answer to the store's handshake");
+    }
+    throw unreachable("nothing accepts connections there");
+  }
+  // Every key under this attempt's prefix: torchrun's agent keeps its store across restarts, and
+  // a restarted group must not read the failed attempt's addresses and membership.
+  impl_->store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("torchprobe/attempt_{}", env.restart_count),
+                                                        std::move(*store));
   try {
     claim_rank(*impl_->store, env, who);
   } catch (const InputError&) {
@@ -455,19 +577,18 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
     throw silent_store(message_of(e));
   }
   // Every rank publishes its WORLD_SIZE; each compares with rank 0's, and rank 0 with everyone's.
-  impl_->store->set(fmt::format("torchprobe/world_size/{}", env.rank), bytes_of(std::to_string(env.world_size)));
-  const auto world_of = [&](int rank) {
-    return std::stoi(string_of(impl_->store->get(fmt::format("torchprobe/world_size/{}", rank))));
-  };
+  impl_->store->set(world_key(env.rank), bytes_of(std::to_string(env.world_size)));
+  impl_->store->add(kJoinedKey, 1);
+  const auto world_of = [&](int rank) { return std::stoi(string_of(impl_->store->get(world_key(rank)))); };
   // Rank 0 hosts the store: it waits until every rank has read its WORLD_SIZE before it goes on or
   // throws, so a peer sees the mismatch message rather than a broken pipe from a vanished store.
   const auto checked_key = [](int rank) { return fmt::format("torchprobe/world_size_checked/{}", rank); };
   try {
     if (env.rank == 0) {
       std::vector<std::string> keys, checked;
-      for (int r = 1; r < env.world_size; ++r) keys.push_back(fmt::format("torchprobe/world_size/{}", r));
+      for (int r = 1; r < env.world_size; ++r) keys.push_back(world_key(r));
       for (int r = 1; r < env.world_size; ++r) checked.push_back(checked_key(r));
-      if (!keys.empty()) impl_->store->wait(keys, timeout);
+      wait_all(*impl_->store, keys, deadline);
       std::string mismatch;
       for (int r = 1; r < env.world_size && mismatch.empty(); ++r) {
         if (world_of(r) != env.world_size) {
@@ -475,10 +596,10 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
                                  r, world_of(r));
         }
       }
-      if (!checked.empty()) impl_->store->wait(checked, timeout);
+      wait_all(*impl_->store, checked, deadline);
       if (!mismatch.empty()) throw InputError(mismatch);
     } else {
-      impl_->store->wait({"torchprobe/world_size/0"}, timeout);
+      impl_->store->wait({world_key(0)}, left());
       const int world_of_0 = world_of(0);
       impl_->store->set(checked_key(env.rank), bytes_of("1"));
       if (world_of_0 != env.world_size) {
@@ -489,33 +610,30 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    std::string missing;
+    std::string missing, twice;
     try {
-      for (int r = 0; r < env.world_size; ++r) {
-        if (!impl_->store->check({fmt::format("torchprobe/world_size/{}", r)})) {
-          missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
-        }
-      }
+      missing = missing_ranks(*impl_->store, env);
+      twice = twice_started(*impl_->store);
     } catch (const std::exception&) {
       // The store does not answer at all: not a c10d store, or its host went away.
       throw silent_store(message_of(e));
     }
-    throw std::runtime_error(fmt::format("{}: not every rank joined at {} within {} (missing: rank {}; not started, "
+    throw std::runtime_error(fmt::format("{}: not every rank joined at {} within {} (missing: {}; not started, "
                                          "or started with another MASTER_ADDR/MASTER_PORT?{}): {}", who, env.endpoint(),
-                                         seconds(timeout), missing.empty() ? "?" : missing, twice_started(*impl_->store, env),
-                                         message_of(e)));
+                                         seconds(timeout), missing, twice, clipped(message_of(e))));
   }
   // Where each rank runs (published when it claimed its rank), so a failure later can name the rank that went away.
   try {
     for (int r = 0; r < env.world_size; ++r) {
       const std::string key = owner_key(r);
-      impl_->store->wait({key}, timeout);
+      impl_->store->wait({key}, left());
       impl_->peers.push_back(peer_of(string_of(impl_->store->get(key))));
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: the ranks joined at {} but one went away before they all started: {}", who,
-                                         env.endpoint(), message_of(e)));
+                                         env.endpoint(), clipped(message_of(e))));
   }
+  // The collectives' own timeout is the whole of --timeout: it bounds each collective from here on.
   if (device_.is_cuda()) {
     impl_->collectives = backend::make_nccl_backend(impl_->store, env.rank, env.world_size, timeout);
     return;

@@ -60,6 +60,12 @@ std::string restart_note(const DistEnv& env);
 /// host has no such GPU.
 torch::Device rank_device(const DistEnv& env, const std::string& device);
 
+/// How many ranks an error message names before it counts the rest.
+constexpr size_t kListedRanks = 8;
+/// Ranks for an error message: "rank 3", "ranks 1, 2 and 5", "ranks 1, 2, 3, 4, 5, 6, 7, 8 and 99991 more":
+/// the first kListedRanks of `named`, and `total` (the named ranks and those not named) counted.
+std::string rank_list(const std::vector<int>& named, std::int64_t total);
+
 /// Bytes per all-reduce bucket by default: DistributedDataParallel's bucket_cap_mb of 25 MiB.
 constexpr std::int64_t kDefaultBucketBytes = 25ll << 20;
 
@@ -69,7 +75,10 @@ constexpr std::int64_t kDefaultBucketBytes = 25ll << 20;
 class ProcessGroup {
  public:
   /// Rank 0 hosts the store at env.endpoint(); the others connect to it. Throws std::runtime_error
-  /// naming the endpoint when the store cannot be reached, or a rank does not join, within `timeout`.
+  /// naming the endpoint when the store cannot be reached, or a rank does not join, within `timeout`:
+  /// one deadline for resolving MASTER_ADDR, connecting, the handshake and every wait of the rendezvous
+  /// (the error follows it by a quarter of a second at most). An unresolvable MASTER_ADDR is an InputError.
+  /// `timeout` also bounds each collective.
   /// Tensors live on `device`: Gloo serves the CPU, NCCL a CUDA device (InputError where this
   /// build or host has no NCCL). With NCCL, collectives are queued on the device: "block" means
   /// the device's current stream waits, not the host.

@@ -110,6 +110,27 @@ double time_samples(benchmark::State& state, measure::Sampler& sampler) {
   return total_ms;
 }
 
+/// TORCHPROBE_TEST_FAULT=PART:KIND, for tests: in the benchmarks whose name contains PART, "abort",
+/// "segv", "throw", or "interrupt@N" (a SIGINT as the Nth repetition starts; its first sample then stops it).
+void inject_fault(const std::string& name, const std::string& spec) {
+  const size_t colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0 || name.find(spec.substr(0, colon)) == std::string::npos) return;
+  const std::string kind = spec.substr(colon + 1);
+  if (kind.rfind("interrupt@", 0) == 0) {
+    static std::map<std::string, int> runs;
+    if (++runs[name] == std::atoi(kind.c_str() + 10)) std::raise(SIGINT);
+    return;
+  }
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // a test's deliberate crash leaves no core file
+  if (kind == "abort") std::abort();
+  if (kind == "segv") {
+    std::signal(SIGSEGV, SIG_DFL);  // die by the signal itself, past any handler (ASan's reports and exits 1)
+    std::raise(SIGSEGV);
+  }
+  throw std::runtime_error("injected fault (TORCHPROBE_TEST_FAULT=" + spec + ")");
+}
+
 void run_guarded(benchmark::State& state, const std::string& name, const std::function<void()>& body) {
   // Google Benchmark (1.7's ComputeStats) aborts the program unless every repetition of a benchmark reports
   // the iteration count the finished ones reached, failed ones included: a repetition that a stop (or an
@@ -118,21 +139,7 @@ void run_guarded(benchmark::State& state, const std::string& name, const std::fu
   try {
     interrupt::check();
     Progress::instance().start(name);
-    if (const char* fault = std::getenv("TORCHPROBE_TEST_FAULT")) {
-      const std::string spec = fault;
-      const size_t colon = spec.rfind(':');
-      if (colon != std::string::npos && colon > 0 && name.find(spec.substr(0, colon)) != std::string::npos) {
-        const std::string kind = spec.substr(colon + 1);
-        const rlimit no_core{0, 0};
-        setrlimit(RLIMIT_CORE, &no_core);  // a test's deliberate crash leaves no core file
-        if (kind == "abort") std::abort();
-        if (kind == "segv") {
-          std::signal(SIGSEGV, SIG_DFL);  // die by the signal itself, past any handler (ASan's reports and exits 1)
-          std::raise(SIGSEGV);
-        }
-        throw std::runtime_error("injected fault (TORCHPROBE_TEST_FAULT=" + spec + ")");
-      }
-    }
+    if (const char* fault = std::getenv("TORCHPROBE_TEST_FAULT")) inject_fault(name, fault);
     body();
     finished_iterations[name] = state.iterations();
   } catch (const std::exception& e) {

@@ -144,7 +144,12 @@ run_profile() {
   TORCHPROBE_PROFILE_OUT="$out/profile" TORCHPROBE_BUILD_DIR="$build" "$root/scripts/profile.sh" \
     --devices cuda:0 --models net --batch-sizes 64 --dtypes fp32 --layouts nchw --cudnn off --graphs off
 }
-bench_json() { local name="$1"; shift; "$bench" "$@" --benchmark_out="$out/$name.json" --benchmark_out_format=json; }
+# TORCHPROBE_BENCH_ARGS: more torchprobe-bench flags for every benchmark step (the tests inject roofs with it).
+bench_json() {
+  local name="$1" extra=(); shift
+  read -r -a extra <<< "${TORCHPROBE_BENCH_ARGS:-}"
+  "$bench" "$@" "${extra[@]}" --benchmark_out="$out/$name.json" --benchmark_out_format=json
+}
 run_quick() { bench_json quick --devices "$devices" --batch-sizes 4,64 --op-set core --benchmark_repetitions=3 --benchmark_min_time=0.2; }
 run_isolate_off() { bench_json isolate_off --devices cuda --suites train --models net --batch-sizes 4,64; }
 run_isolate_on() { bench_json isolate_on --isolate --devices cuda --suites train --models net --batch-sizes 4,64; }

@@ -1,15 +1,18 @@
 // The base library: flags read at parse time, files and file sets replaced whole, stop requests,
 // child processes.
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
+#include "torchprobe/cli_support.h"
 #include "torchprobe/flags.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/interrupt.h"
@@ -88,6 +91,123 @@ TEST(Io, ErrorsCarryTheReason) {
   EXPECT_THROW_WITH(io::write_file_set("/proc/torchprobe-no", {{"x", "y"}}), io::WriteError, "/proc/torchprobe-no");
   const TempDir dir;
   EXPECT_THROW_WITH(io::check_writable(dir.path().string()), io::WriteError, "it is a directory");
+}
+
+TEST(Flags, SizesHaveAnUpperBoundThatIsSaid) {
+  using torchprobe::byte_size_flag;
+  EXPECT_EQ(byte_size_flag("--max-bytes", "16GiB", 16LL << 30), 16LL << 30);
+  EXPECT_THROW_WITH(byte_size_flag("--max-bytes", "1000000TiB", 16LL << 30), InputError,
+                    "--max-bytes: 1000000TiB is above the largest size this flag takes, 16.00 GiB");
+  EXPECT_THROW_WITH(byte_size_flag("--max-bytes", "16GiB", (16LL << 30) - 1), InputError, "above the largest size");
+}
+
+TEST(Flags, NumericRangesRefuseWhatIsNotANumber) {
+  const auto check = [](CLI::Validator v, std::string text) { return v(text); };
+  const auto alpha = torchprobe::in_range(1e-9, 0.5);
+  EXPECT_EQ(check(alpha, "0.05"), "");
+  EXPECT_EQ(check(alpha, "1e-9"), "");  // both bounds are inside
+  EXPECT_EQ(check(alpha, "0.5"), "");
+  EXPECT_EQ(check(alpha, "0"), "Value 0 not in range 1e-09 to 0.5");
+  EXPECT_EQ(check(alpha, "0.5000001"), "Value 0.5000001 not in range 1e-09 to 0.5");
+  for (const std::string bad : {"nan", "NaN", "-nan", "inf", "-inf", "infinity", "1e999"}) {
+    EXPECT_EQ(check(alpha, bad), "Value " + bad + " is not a finite number (range 1e-09 to 0.5)") << bad;
+  }
+  EXPECT_EQ(check(alpha, "0.05x"), "'0.05x' is not a number");
+  EXPECT_EQ(check(alpha, ""), "'' is not a number");
+  const auto count = torchprobe::in_range<std::int64_t>(0, 1000000);
+  EXPECT_EQ(check(count, "0"), "");
+  EXPECT_EQ(check(count, "+7"), "");
+  EXPECT_EQ(check(count, "-1"), "Value -1 not in range 0 to 1000000");  // never wrapped into a huge count
+  EXPECT_EQ(check(count, "1000001"), "Value 1000001 not in range 0 to 1000000");
+  EXPECT_EQ(check(count, "99999999999999999999"), "Value 99999999999999999999 not in range 0 to 1000000");
+  EXPECT_EQ(check(count, "1.5"), "'1.5' is not a whole number");
+  EXPECT_EQ(check(count, "nan"), "'nan' is not a whole number");
+}
+
+TEST(Io, TextIsReadAsUtf8WhateverItsByteOrderMark) {
+  EXPECT_EQ(io::decode_text("plain"), "plain");
+  EXPECT_EQ(io::decode_text("\xEF\xBB\xBF{}"), "{}");
+  // "{é😀}" in UTF-16LE and UTF-16BE with their marks; a lone surrogate becomes U+FFFD.
+  EXPECT_EQ(io::decode_text(std::string("\xFF\xFE{\0\xE9\0\x3D\xD8\x00\xDE}\0", 12)), "{\xC3\xA9\xF0\x9F\x98\x80}");
+  EXPECT_EQ(io::decode_text(std::string("\xFE\xFF\0{\0\xE9\xD8\x3D\xDE\x00\0}", 12)), "{\xC3\xA9\xF0\x9F\x98\x80}");
+  EXPECT_EQ(io::decode_text(std::string("\xFF\xFE\x00\xD8x\0", 6)), "\xEF\xBF\xBDx");
+}
+
+TEST(Io, InputsThatAreNotFilesAreRefusedOrBounded) {
+  EXPECT_THROW_WITH(io::read_text_file("/dev/zero"), InputError, "/dev/zero: is a character device, not a file");
+  const TempDir dir;
+  EXPECT_THROW_WITH(io::read_text_file(dir.path().string()), InputError, "is a directory, not a file");
+  // A pipe is read up to the limit, then refused, however much more it would give.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t writer = fork();
+  if (writer == 0) {
+    close(fds[0]);
+    const std::string block(4096, 'x');
+    while (write(fds[1], block.data(), block.size()) > 0) {
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  EXPECT_THROW_WITH(io::read_stream(fds[0], "stdin", 1 << 20), InputError, "stdin: more than 1 MiB from a pipe");
+  close(fds[0]);
+  waitpid(writer, nullptr, 0);
+}
+
+TEST(Io, OnlyRegularFilesAreReplaced) {
+  const TempDir dir;
+  const fs::path target = dir.path() / "real.md", link = dir.path() / "link.md";
+  fs::create_symlink("sub/real.md", link);
+  fs::create_directory(dir.path() / "sub");
+  io::write_text_file(link.string(), "through the link");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(dir.path() / "sub" / "real.md"), "through the link");
+  EXPECT_FALSE(io::replaces_whole("/dev/stdout"));
+  EXPECT_TRUE(io::replaces_whole(link.string()));
+  // A named pipe is written to, never replaced.
+  const fs::path fifo = dir.path() / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(io::replaces_whole(fifo.string()));
+  io::check_writable(fifo.string());  // no reader yet: fine
+  const pid_t reader = fork();
+  if (reader == 0) {
+    std::ifstream in(fifo);
+    std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    _exit(got == "into the pipe" ? 0 : 1);
+  }
+  io::write_text_file(fifo.string(), "into the pipe");
+  int status = 0;
+  waitpid(reader, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  struct stat st {};
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // Devices: a private node in the test's directory (root only), so a regression never touches /dev.
+  const fs::path block = dir.path() / "blk", null = dir.path() / "null";
+  if (mknod(block.c_str(), S_IFBLK | 0600, makedev(7, 250)) == 0 && mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    EXPECT_THROW_WITH(io::write_text_file(block.string(), "x"), io::WriteError, "it is a block device, not a regular file");
+    EXPECT_THROW_WITH(io::check_writable(block.string()), io::WriteError, "it is a block device");
+    io::write_text_file(null.string(), "gone");
+    ASSERT_EQ(lstat(block.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISBLK(st.st_mode));
+    ASSERT_EQ(lstat(null.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+    EXPECT_THROW_WITH(io::write_file_set(dir.path().string(), {{"null", "x"}}), io::WriteError,
+                      "it is a character device, not a regular file (a file set replaces regular files only)");
+  }
+}
+
+TEST(Io, WrittenFilesGetTheUsualModeUnderTheUmask) {
+  const TempDir dir;
+  const mode_t old = umask(022);
+  io::write_text_file((dir.path() / "a.json").string(), "x");
+  io::write_file_set(dir.path().string(), {{"b.md", "y"}});
+  umask(old);
+  struct stat st {};
+  ASSERT_EQ(stat((dir.path() / "a.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ASSERT_EQ(stat((dir.path() / "b.md").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
 TEST(Interrupt, StopRequestsAreCheckedBetweenUnitsOfWork) {

@@ -336,6 +336,19 @@ TEST(HistoryStore, ReadsADatabaseItCannotWrite) {
     history::Store store(db, history::Store::Mode::kCreate);
     add_series(store, step_values(20, 14, 5.0, 6.0));
   }
+  // A copy taken while a writer had a commit in its WAL not yet merged into the file: the file alone is an
+  // older state.
+  const std::string unmerged = ro + "/unmerged.sqlite";
+  {
+    sqlite3* writer = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &writer), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(writer, "PRAGMA wal_autocheckpoint = 0; INSERT INTO meta(key, value) VALUES('note', 'unmerged')",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    torchprobe::io::write_text_file(unmerged, torchprobe::io::read_text_file(db));
+    torchprobe::io::write_text_file(unmerged + "-wal", torchprobe::io::read_text_file(db + "-wal"));
+    sqlite3_close(writer);
+  }
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -345,6 +358,17 @@ TEST(HistoryStore, ReadsADatabaseItCannotWrite) {
     try {
       const history::Store store(db, history::Store::Mode::kExisting);
       if (store.run_count() != 20 || store.resolve_commit("c0003") != "c0003" || store.series({}).size() != 2) rc = 1;
+      try {
+        const history::Store old_state(unmerged, history::Store::Mode::kExisting);
+        std::fprintf(stderr, "read a database without the commit in its WAL\n");
+        rc = 1;
+      } catch (const history::DatabaseError& e) {
+        if (std::string(e.what()).find("history database " + unmerged + " cannot be read here: a writer left runs in " +
+                                       unmerged + "-wal") == std::string::npos) {
+          std::fprintf(stderr, "unexpected message: %s\n", e.what());
+          rc = 1;
+        }
+      }
       try {
         history::Store writer(db, history::Store::Mode::kCreate);
         std::fprintf(stderr, "opened an unwritable database for writing\n");

@@ -1183,21 +1183,25 @@ Diagnosis explain_error(const std::string& text) {
   return selector.diagnosis(scanner);
 }
 
-LogScan scan_log(std::istream& in) {
-  constexpr std::size_t kMaxFindings = 1000;
+LogScan scan_log(std::istream& in, std::size_t max_findings) {
   LogScan scan;
   std::map<std::pair<ErrorKind, std::string>, std::size_t> seen;  // (kind, message) -> index in scan.findings
   Scanner scanner([&](const Entry& e, const Scanner& s) {
     for (const std::size_t r : matching_rules(e.text)) {
       if (!may_apply(r, s)) continue;
       const Rule& rule = rule_table().rules[r];
+      ++scan.error_lines;
       const std::string message = shortened(trim_dispatcher_tail(e.text));
       const auto found = seen.find({rule.kind, message});
       if (found != seen.end()) {
         ++scan.findings[found->second].count;
-      } else if (scan.findings.size() < kMaxFindings) {
+      } else if (scan.findings.size() < max_findings) {
         seen.emplace(std::make_pair(rule.kind, message), scan.findings.size());
         scan.findings.push_back(LogFinding{diagnose(e.text, &rule, nullptr), e.line, 1});
+      } else {
+        // Remembering every further message would make memory grow with the log.
+        scan.listing_stopped = true;
+        ++scan.unlisted_error_lines;
       }
       return;
     }
@@ -1212,11 +1216,19 @@ std::string log_scan_text(const LogScan& scan) {
   if (scan.findings.empty()) {
     return fmt::format("no device or memory error torchprobe recognises in {} lines\n", scan.lines);
   }
-  std::string out = fmt::format("{} distinct error{} in {} lines:\n", scan.findings.size(),
-                                scan.findings.size() == 1 ? "" : "s", scan.lines);
+  std::string out =
+      scan.listing_stopped
+          ? fmt::format("stopped listing at {} distinct errors: {} error lines in {} lines, {} of them not listed:\n",
+                        scan.findings.size(), scan.error_lines, scan.lines, scan.unlisted_error_lines)
+          : fmt::format("{} distinct error{} in {} lines:\n", scan.findings.size(), scan.findings.size() == 1 ? "" : "s",
+                        scan.lines);
   for (const auto& f : scan.findings) {
     out += fmt::format("\nline {}, {} time{}:\n", f.line, f.count, f.count == 1 ? "" : "s");
     out += indented(diagnosis_text(f.diagnosis), "  ");
+  }
+  if (scan.listing_stopped) {
+    out += fmt::format("\nstopped listing at {} distinct errors; {} later error lines with other messages are not listed\n",
+                       scan.findings.size(), scan.unlisted_error_lines);
   }
   return out;
 }
@@ -1229,7 +1241,14 @@ std::string log_scan_json(const LogScan& scan, int indent) {
     j["count"] = f.count;
     list.push_back(std::move(j));
   }
-  return dump(list, indent);
+  nlohmann::json out = {{"lines", scan.lines},
+                        {"error_lines", scan.error_lines},
+                        {"distinct_errors", scan.findings.size()},
+                        {"listing_stopped_at", nullptr},
+                        {"unlisted_error_lines", scan.unlisted_error_lines},
+                        {"errors", std::move(list)}};
+  if (scan.listing_stopped) out["listing_stopped_at"] = scan.findings.size();
+  return dump(out, indent);
 }
 
 std::string raw_message(const std::exception& e) {

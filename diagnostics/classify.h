@@ -55,24 +55,29 @@ struct LogFinding {
   std::size_t line = 0;
   std::size_t count = 0;
 };
+/// A log lists at most this many distinct errors; later new ones are counted, not listed.
+constexpr std::size_t kMaxLogFindings = 1000;
 struct LogScan {
   std::vector<LogFinding> findings;  ///< in the order they first appear; errors of known kinds only
   std::size_t lines = 0;             ///< lines read
+  std::size_t error_lines = 0;       ///< every error of a known kind seen (where each starts), listed or not
+  std::size_t unlisted_error_lines = 0;  ///< of those, the errors not listed: new ones after the listing stopped
+  bool listing_stopped = false;      ///< a new distinct error came after kMaxLogFindings were listed
 };
 /// Reads a whole log (a training run's output, a CI log) line by line and classifies every error in it;
-/// the same message seen again counts as the same error. Memory stays bounded by the longest line.
-LogScan scan_log(std::istream& in);
-/// For a terminal: each finding's line, count and diagnosis_text.
+/// the same message seen again counts as the same error. Memory stays bounded by the longest line: after
+/// `max_findings` distinct errors, new ones are counted (error_lines, unlisted_error_lines) but not listed.
+LogScan scan_log(std::istream& in, std::size_t max_findings = kMaxLogFindings);
+/// The listing; its first line says when the listing stopped, and how many error lines it left out.
 std::string log_scan_text(const LogScan& scan);
-/// A JSON list: per distinct error the fields of diagnosis_json plus "line" and "count".
+/// {"lines", "error_lines", "distinct_errors" (listed), "listing_stopped_at" (null, or the number listed),
+/// "unlisted_error_lines", "errors": per distinct error the fields of diagnosis_json plus "line" and "count"}.
 std::string log_scan_json(const LogScan& scan, int indent = 2);
 
 /// The first line of an exception's message without LibTorch's C++ backtrace (and without the
 /// dispatcher's list of every backend an op has).
 std::string raw_message(const std::exception& e);
 
-/// For a terminal, one field a line: what came from the message is shown with control characters escaped
-/// (torchprobe/escape.h), so a log or a pasted message cannot drive the terminal.
 std::string diagnosis_text(const Diagnosis& d);
 /// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}; for
 /// out-of-memory kinds also "confidence" and "allocator", and with numbers "memory": {requested_bytes, total_bytes,

@@ -378,13 +378,58 @@ TEST(ExplainLog, ListsEachDistinctErrorWithItsFirstLineAndCount) {
   const std::string text = log_scan_text(scan);
   EXPECT_NE(text.find("3 distinct errors in 9 lines"), std::string::npos) << text;
   EXPECT_NE(text.find("line 5, 2 times:"), std::string::npos) << text;
+  EXPECT_EQ(scan.error_lines, 4u);
+  EXPECT_FALSE(scan.listing_stopped);
   const auto j = nlohmann::json::parse(log_scan_json(scan));
-  ASSERT_TRUE(j.is_array());
-  EXPECT_EQ(j[0].at("line"), 5);
-  EXPECT_EQ(j[0].at("count"), 2);
-  EXPECT_EQ(j[1].at("kind"), "out_of_memory_gpu");
+  EXPECT_EQ(j.at("lines"), 9);
+  EXPECT_EQ(j.at("error_lines"), 4);
+  EXPECT_EQ(j.at("distinct_errors"), 3);
+  EXPECT_TRUE(j.at("listing_stopped_at").is_null());
+  const auto& errors = j.at("errors");
+  ASSERT_TRUE(errors.is_array());
+  EXPECT_EQ(errors[0].at("line"), 5);
+  EXPECT_EQ(errors[0].at("count"), 2);
+  EXPECT_EQ(errors[1].at("kind"), "out_of_memory_gpu");
   std::istringstream quiet("epoch 1 step 10 loss 2.30\n");
   EXPECT_EQ(log_scan_text(scan_log(quiet)), "no device or memory error torchprobe recognises in 1 lines\n");
+}
+
+// Past kMaxLogFindings distinct errors the listing stops, says so, and every line and error is still counted.
+TEST(ExplainLog, CountsEveryErrorAfterItStopsListing) {
+  constexpr std::size_t kDistinct = kMaxLogFindings + 500;
+  std::string log = "epoch 1 step 10 loss 2.30\n";
+  for (std::size_t i = 1; i <= kDistinct; ++i) {
+    log += "RuntimeError: CUDA out of memory. Tried to allocate " + std::to_string(i) + ".00 MiB\n";
+  }
+  log += "RuntimeError: CUDA out of memory. Tried to allocate 1.00 MiB\n";  // the first, after the stop: still counted
+  std::istringstream in(log);
+  const LogScan scan = scan_log(in);
+  EXPECT_EQ(scan.lines, kDistinct + 2);
+  ASSERT_EQ(scan.findings.size(), kMaxLogFindings);
+  EXPECT_TRUE(scan.listing_stopped);
+  EXPECT_EQ(scan.error_lines, kDistinct + 1);
+  EXPECT_EQ(scan.unlisted_error_lines, 500u);
+  EXPECT_EQ(scan.findings[0].count, 2u);
+  EXPECT_EQ(scan.findings.back().line, kMaxLogFindings + 1);
+  const std::string text = log_scan_text(scan);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "stopped listing at 1000 distinct errors: 1501 error lines in 1502 lines, 500 of them not listed:");
+  const auto j = nlohmann::json::parse(log_scan_json(scan));
+  EXPECT_EQ(j.at("lines"), kDistinct + 2);
+  EXPECT_EQ(j.at("error_lines"), kDistinct + 1);
+  EXPECT_EQ(j.at("distinct_errors"), kMaxLogFindings);
+  EXPECT_EQ(j.at("listing_stopped_at"), kMaxLogFindings);
+  EXPECT_EQ(j.at("unlisted_error_lines"), 500);
+  EXPECT_EQ(j.at("errors").size(), kMaxLogFindings);
+
+  // Exactly as many distinct errors as may be listed: nothing left out, nothing said.
+  std::istringstream three("RuntimeError: CUDA out of memory. Tried to allocate 1.00 MiB\n"
+                           "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB\n"
+                           "RuntimeError: CUDA out of memory. Tried to allocate 1.00 MiB\n");
+  const LogScan all = scan_log(three, /*max_findings=*/2);
+  EXPECT_FALSE(all.listing_stopped);
+  EXPECT_EQ(all.error_lines, 3u);
+  EXPECT_EQ(log_scan_text(all).substr(0, 27), "2 distinct errors in 3 line");
 }
 
 TEST(Audit, FindsAPlantedMetaBufferByItsFullName) {

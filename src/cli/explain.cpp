@@ -72,7 +72,7 @@ std::vector<Command> add_explain_command(CLI::App& app) {
   cmd->add_option("--log", flags->log, "Scan a whole log (- for stdin) and list every distinct error in it")
       ->type_name("FILE")
       ->excludes(text);
-  cmd->add_flag("--json", flags->json, "Print kind, devices, argument, explanation and fix as JSON (with --log: a list)");
+  cmd->add_flag("--json", flags->json, "Print kind, devices, argument, explanation and fix as JSON (with --log: the counts and a list)");
   return {{cmd, [flags] {
              if (!flags->log.empty()) {
                const auto scan = scan_log_file(flags->log);

@@ -68,7 +68,8 @@ Command add_command(CLI::App& history) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--db", flags->db, "History database (created when missing)")->capture_default_str();
-  cmd->add_option("--commit", flags->labels.commit, "Commit the run measured (default: git rev-parse HEAD)");
+  cmd->add_option("--commit", flags->labels.commit,
+                  "Commit id of the run: 1 to 128 characters without whitespace (default: git rev-parse HEAD)");
   cmd->add_option("--branch", flags->labels.branch, "Its branch (default: git's current branch)");
   cmd->add_option("--date", flags->labels.date, "When it ran, ISO 8601 (default: the file's context.date)");
   return {cmd, [flags] {
@@ -117,8 +118,10 @@ Command check_command(CLI::App& history) {
   };
   auto flags = std::make_shared<Flags>();
   auto* cmd = flags->add_subcommand(
-      history, "check", "CI gate on the history: exit 1 when a significant slowdown change point falls on the commit, 0 otherwise, 2 for bad input");
-  cmd->add_option("--commit", flags->commit, "Commit to check, or a unique prefix (default: the newest run's)");
+      history, "check", "CI gate on the history: exit 1 when a significant slowdown change point falls on the commit, 0 otherwise, 2 for bad "
+      "input or a database that cannot be used (corrupt, locked, unreadable)");
+  cmd->add_option("--commit", flags->commit,
+                  "Commit to check: its full id, or a unique prefix of at least 4 characters (default: the newest run's)");
   return {cmd, [flags] {
             const history::Store store(flags->db, history::Store::Mode::kExisting);
             const std::string commit = flags->commit.empty() ? store.newest_commit() : store.resolve_commit(flags->commit);

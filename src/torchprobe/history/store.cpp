@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -29,8 +31,54 @@ namespace {
 
 using nlohmann::json;
 
-// How long a writer waits for another process's transaction before it gives up.
-constexpr int kBusyTimeoutMs = 60000;
+constexpr int kDefaultBusyTimeoutMs = 60000;
+
+// The busy timeout: kBusyTimeoutVariable when set (tests keep a lock short), else 60 s.
+int busy_timeout_ms() {
+  const char* text = std::getenv(kBusyTimeoutVariable);
+  if (text == nullptr || *text == '\0') return kDefaultBusyTimeoutMs;
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || errno != 0 || value < 0 || value > 86400000) {
+    throw InputError(fmt::format("{}: '{}' is not a number of milliseconds (0 to 86400000)", kBusyTimeoutVariable,
+                                 std::string(text).substr(0, 40)));
+  }
+  return static_cast<int>(value);
+}
+
+// What is wrong with the database, from SQLite's result code, for "history database PATH <what>".
+std::string what_is_wrong(sqlite3* db, int code, int busy_timeout, const std::string& doing) {
+  const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+  const int system_errno = db != nullptr ? sqlite3_system_errno(db) : 0;
+  const std::string system = system_errno != 0 ? fmt::format(": {}", std::strerror(system_errno)) : "";
+  switch (code & 0xff) {
+    case SQLITE_NOTADB: return fmt::format("is not a torchprobe history database ({})", message);
+    case SQLITE_CORRUPT: return fmt::format("is corrupt ({})", message);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return fmt::format("is locked by another process (gave up after {} ms; {} sets the wait)", busy_timeout,
+                         kBusyTimeoutVariable);
+    case SQLITE_READONLY: return fmt::format("cannot be written ({})", message);
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return fmt::format("cannot be opened ({}{})", message, system);
+    case SQLITE_IOERR: return fmt::format("cannot be read or written ({}{})", message, system);
+    case SQLITE_FULL: return fmt::format("cannot be written: the disk is full ({})", message);
+    case SQLITE_ERROR:
+      // The SQL is ours and tested: a missing table or column means another program's tables.
+      if (message.rfind("no such ", 0) == 0) return fmt::format("is not a torchprobe history database ({})", message);
+      break;
+    default: break;
+  }
+  return fmt::format("failed while {}: {}", doing, message);
+}
+
+// Every SQLite failure is the database's problem, never a slowdown: one DatabaseError naming the file.
+[[noreturn]] void fail(sqlite3* db, const std::string& path, int busy_timeout, const std::string& doing) {
+  const int code = db != nullptr ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
+  throw DatabaseError(fmt::format("history database {} {}", path, what_is_wrong(db, code, busy_timeout, doing)));
+}
 
 const char* const kSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -92,7 +140,8 @@ std::string content_key(const std::string& text) {
 
 class Statement {
  public:
-  Statement(sqlite3* db, const std::string& sql, const std::string& where) : db_(db), where_(where) {
+  Statement(sqlite3* db, const std::string& sql, const std::string& path, int busy_timeout)
+      : db_(db), path_(path), busy_timeout_(busy_timeout) {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail("preparing a statement");
   }
   ~Statement() { sqlite3_finalize(stmt_); }
@@ -128,12 +177,11 @@ class Statement {
     if (rc != SQLITE_OK) fail("binding a value");
     return *this;
   }
-  [[noreturn]] void fail(const char* doing) const {
-    throw std::runtime_error(fmt::format("{}: {}: {}", where_, doing, sqlite3_errmsg(db_)));
-  }
+  [[noreturn]] void fail(const char* doing) const { history::fail(db_, path_, busy_timeout_, doing); }
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
-  std::string where_;
+  std::string path_;
+  int busy_timeout_;
 };
 
 json context_to_json(const report::RunContext& c) {
@@ -218,39 +266,59 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-// Runs SQL without results; a file that is not a database is bad input (InputError), anything else a failure.
-void exec(sqlite3* db, const std::string& path, const std::string& sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    const std::string text = message != nullptr ? message : sqlite3_errmsg(db);
-    sqlite3_free(message);
-    const int code = sqlite3_errcode(db);
-    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
-      throw InputError(fmt::format("{}: not a SQLite database ({})", path, text));
-    }
-    // The statement's first line says which step failed ("database is locked" alone does not).
-    throw std::runtime_error(fmt::format("history database {}: {} (in: {})", path, text, sql.substr(0, sql.find('\n'))));
+// Runs SQL without results; throws DatabaseError (the statement's first line says which step failed).
+void exec(sqlite3* db, const std::string& path, int busy_timeout, const std::string& sql) {
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    fail(db, path, busy_timeout, "running " + sql.substr(0, sql.find('\n')));
   }
+}
+
+// "file:" URI of `path` opened read-only as immutable: no locks, no WAL index (which a read-only directory or
+// file system cannot hold).
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file://";
+  for (const char c : std::filesystem::absolute(path).string()) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || std::strchr("/-._~", c) != nullptr) {
+      uri += c;
+    } else {
+      uri += fmt::format("%{:02X}", static_cast<unsigned>(u));
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
+// An id as a message may show it: control characters escaped, long ones cut.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text.substr(0, 80)) {
+    const auto u = static_cast<unsigned char>(c);
+    out += u < 0x20 || u == 0x7f ? fmt::format("\\x{:02x}", static_cast<unsigned>(u)) : std::string(1, c);
+  }
+  return text.size() > 80 ? out + "..." : out;
 }
 
 // BEGIN IMMEDIATE takes the write lock at once (waiting up to the busy timeout), so two writers never
 // both read and then both write; rolled back unless committed.
 class Transaction {
  public:
-  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) { exec(db_, path_, "BEGIN IMMEDIATE"); }
+  Transaction(sqlite3* db, const std::string& path, int busy_timeout) : db_(db), path_(path), busy_timeout_(busy_timeout) {
+    exec(db_, path_, busy_timeout_, "BEGIN IMMEDIATE");
+  }
   ~Transaction() {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   void commit() {
-    exec(db_, path_, "COMMIT");
+    exec(db_, path_, busy_timeout_, "COMMIT");
     done_ = true;
   }
 
  private:
   sqlite3* db_;
   std::string path_;
+  int busy_timeout_;
   bool done_ = false;
 };
 
@@ -298,6 +366,16 @@ bool parse_iso8601(const std::string& s, std::int64_t& seconds) {
   return true;
 }
 
+void check_commit_id(const std::string& commit, const std::string& flag) {
+  const bool bad_character = std::any_of(commit.begin(), commit.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= 0x20 || u == 0x7f;  // control characters and the space; other whitespace is a control character
+  });
+  if (commit.empty() || commit.size() > 128 || bad_character) {
+    throw InputError(fmt::format("{}: '{}' is not a commit id (a commit id is {})", flag, printable(commit), kCommitIdRule));
+  }
+}
+
 RunLabels complete_labels(RunLabels labels) {
   if (labels.commit.empty() || labels.branch.empty()) {
     const std::string git = find_on_path("git");
@@ -308,31 +386,67 @@ RunLabels complete_labels(RunLabels labels) {
         if (branch != "HEAD") labels.branch = branch;  // a detached HEAD (a CI checkout) has no branch
       }
     }
+    if (labels.commit.empty()) {
+      throw InputError("no commit for the run: not inside a git repository (or git is not installed); pass --commit SHA");
+    }
   }
-  if (labels.commit.empty()) {
-    throw InputError("no commit for the run: not inside a git repository (or git is not installed); pass --commit SHA");
-  }
+  check_commit_id(labels.commit);
   return labels;
 }
 
 struct Store::Impl {
   std::string path;
   sqlite3* db = nullptr;
+  int busy_timeout = kDefaultBusyTimeoutMs;
 
   ~Impl() { sqlite3_close_v2(db); }
 
-  std::string where() const { return "history database " + path; }
-  void exec(const std::string& sql) { history::exec(db, path, sql); }
-  Statement prepare(const std::string& sql) const { return Statement(db, sql, where()); }
+  void exec(const std::string& sql) { history::exec(db, path, busy_timeout, sql); }
+  Statement prepare(const std::string& sql) const { return Statement(db, sql, path, busy_timeout); }
   bool has_table(const std::string& name) const {
     Statement s = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
     s.bind(1, name);
     return s.step();
   }
+  [[noreturn]] void fail(const std::string& doing) const { history::fail(db, path, busy_timeout, doing); }
+  [[noreturn]] void refuse(const std::string& what) const {
+    throw DatabaseError(fmt::format("history database {} {}", path, what));
+  }
+
+  // Opens `name` with `flags`; the extended result code of the first read (0: it worked, the connection is open).
+  int open(const std::string& name, int flags) {
+    sqlite3_close_v2(db);
+    db = nullptr;
+    const int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
+    if (rc != SQLITE_OK) return db != nullptr ? sqlite3_extended_errcode(db) : rc;
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, busy_timeout);
+    // A file that is not a database, or a lock another process holds, fails here.
+    return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) == SQLITE_OK
+               ? SQLITE_OK
+               : sqlite3_extended_errcode(db);
+  }
+
+  // Read-only; where SQLite cannot make the WAL index beside a WAL database (a read-only directory or file
+  // system: SQLITE_CANTOPEN or SQLITE_READONLY_CANTINIT), read the file as it is, with no locks (immutable).
+  void open_read_only() {
+    int rc = open(path, SQLITE_OPEN_READONLY);
+    const bool no_wal_index = rc == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY;
+    if (no_wal_index && access(path.c_str(), R_OK) == 0) {
+      std::error_code ec;
+      if (std::filesystem::file_size(path + "-wal", ec) > 0 && !ec) {
+        refuse(fmt::format("cannot be read here: a writer left runs in {}-wal, and this directory cannot be written "
+                           "to merge them (open it once with write access)", path));
+      }
+      rc = open(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    }
+    if (rc != SQLITE_OK) fail("opening it");
+  }
 };
 
 Store::Store(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
+  impl_->busy_timeout = busy_timeout_ms();
   if (mode == Mode::kCreate) {
     const auto parent = std::filesystem::path(path).parent_path();
     std::error_code ec;
@@ -341,35 +455,43 @@ Store::Store(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>(
   } else if (!std::filesystem::exists(path)) {
     throw InputError(fmt::format("{}: no history database there (create it with torchprobe history add --db {})", path, path));
   }
-  const int flags = SQLITE_OPEN_READWRITE | (mode == Mode::kCreate ? SQLITE_OPEN_CREATE : 0);
-  if (sqlite3_open_v2(path.c_str(), &impl_->db, flags, nullptr) != SQLITE_OK) {
-    const std::string why = impl_->db != nullptr ? sqlite3_errmsg(impl_->db) : "out of memory";
-    throw InputError(fmt::format("{}: cannot open the history database: {}", path, why));
+  if (std::filesystem::is_directory(path)) impl_->refuse("is a directory, not a database file");
+  if (mode == Mode::kCreate) {
+    // SQLite would open an unwritable file read-only without a word and fail at the first write.
+    const std::string parent = std::filesystem::path(path).parent_path().string();
+    if (std::filesystem::exists(path) && access(path.c_str(), W_OK) != 0) {
+      impl_->refuse(fmt::format("cannot be written ({})", std::strerror(errno)));
+    }
+    if (access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
+      impl_->refuse(fmt::format("cannot be written: its directory is not writable ({})", std::strerror(errno)));
+    }
   }
-  sqlite3_busy_timeout(impl_->db, kBusyTimeoutMs);
+  if (mode == Mode::kExisting) {
+    impl_->open_read_only();
+  } else if (impl_->open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) != SQLITE_OK) {
+    impl_->fail("opening it");
+  }
   impl_->exec("PRAGMA foreign_keys = ON");
-  impl_->exec("SELECT count(*) FROM sqlite_master");  // a file that is not a database fails here
-  // WAL: readers never block the writer; FULL: a committed run survives a power cut. Switching a new file to WAL
-  // takes an exclusive lock, and while another process opens the same file SQLite answers SQLITE_BUSY at once
-  // (it does not call the busy handler where waiting could deadlock), so the switch is retried within the busy
-  // timeout (two CI jobs creating one database: HistoryStore.ConcurrentAddsFromTwoProcesses failed 43 of 60 runs).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
-  while (sqlite3_exec(impl_->db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    if ((sqlite3_errcode(impl_->db) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline) {
-      impl_->exec("PRAGMA journal_mode = WAL");  // throws with SQLite's message
-      break;
+  if (mode == Mode::kCreate) {
+    // WAL: readers never block the writer; FULL: a committed run survives a power cut. Switching a new file to WAL
+    // takes an exclusive lock, and while another process opens the same file SQLite answers SQLITE_BUSY at once
+    // (it does not call the busy handler where waiting could deadlock), so the switch is retried within the busy
+    // timeout (two CI jobs creating one database: HistoryStore.ConcurrentAddsFromTwoProcesses failed 43 of 60 runs).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(impl_->busy_timeout);
+    while (sqlite3_exec(impl_->db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      if ((sqlite3_errcode(impl_->db) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline) {
+        impl_->fail("switching it to WAL");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    impl_->exec("PRAGMA synchronous = FULL");
   }
-  impl_->exec("PRAGMA synchronous = FULL");
   if (!impl_->has_table("meta")) {
-    if (mode == Mode::kExisting) {
-      throw InputError(fmt::format("{}: not a torchprobe history database (no meta table)", path));
-    }
-    Transaction t(impl_->db, path);
+    if (mode == Mode::kExisting) impl_->refuse("is not a torchprobe history database (no meta table)");
+    Transaction t(impl_->db, path, impl_->busy_timeout);
     if (!impl_->has_table("meta")) {  // another process may have created it meanwhile
       Statement any = impl_->prepare("SELECT 1 FROM sqlite_master WHERE type = 'table'");
-      if (any.step()) throw InputError(fmt::format("{}: not a torchprobe history database (it has other tables)", path));
+      if (any.step()) impl_->refuse("is not a torchprobe history database (it has other tables)");
       any.reset();
       impl_->exec(kSchema);
       impl_->exec(fmt::format("INSERT INTO meta(key, value) VALUES('schema_version', '{}')", kSchemaVersion));
@@ -385,12 +507,12 @@ Store::Store(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>(
     number = 0;
   }
   if (number > kSchemaVersion) {
-    throw InputError(fmt::format("{}: history schema version {} is newer than this torchprobe's ({}): use a newer torchprobe",
-                                 path, number, kSchemaVersion));
+    impl_->refuse(fmt::format("has history schema version {}, newer than this torchprobe's ({}): use a newer torchprobe",
+                              number, kSchemaVersion));
   }
   if (number != kSchemaVersion) {
-    throw InputError(fmt::format("{}: unknown history schema version '{}' (this torchprobe reads version {})", path,
-                                 text.substr(0, 40), kSchemaVersion));
+    impl_->refuse(fmt::format("has an unknown history schema version '{}' (this torchprobe reads version {})",
+                              printable(text.substr(0, 40)), kSchemaVersion));
   }
 }
 
@@ -406,7 +528,7 @@ std::vector<AddOutcome> Store::add_files(const std::vector<std::string>& paths, 
 
 std::vector<AddOutcome> Store::add_documents(const std::vector<std::pair<std::string, std::string>>& documents,
                                              const RunLabels& labels) {
-  if (labels.commit.empty()) throw InputError("no commit for the run (--commit)");
+  check_commit_id(labels.commit);
   std::int64_t given_date = 0;
   if (!labels.date.empty() && !parse_iso8601(labels.date, given_date)) {
     throw InputError(fmt::format("--date: '{}' is not an ISO 8601 date (e.g. 2026-11-22T08:00:00Z)", labels.date.substr(0, 80)));
@@ -415,7 +537,7 @@ std::vector<AddOutcome> Store::add_documents(const std::vector<std::pair<std::st
   std::vector<report::ResultSet> sets;
   for (const auto& [source, text] : documents) sets.push_back(report::parse_results(text, source));
 
-  Transaction t(impl_->db, impl_->path);
+  Transaction t(impl_->db, impl_->path, impl_->busy_timeout);
   Statement find_run = impl_->prepare("SELECT id, commit_sha, host FROM runs WHERE run_key = ?");
   Statement insert_run = impl_->prepare(
       "INSERT INTO runs(run_key, commit_sha, branch, date, date_utc, host, source, torchprobe_version, libtorch_version, "
@@ -532,14 +654,22 @@ std::string Store::newest_commit() const {
 }
 
 std::string Store::resolve_commit(const std::string& commit) const {
-  if (commit.size() < 4) throw InputError(fmt::format("--commit: '{}' is too short (at least 4 characters)", commit));
-  Statement s = impl_->prepare("SELECT DISTINCT commit_sha FROM runs WHERE substr(commit_sha, 1, ?) = ?");
-  s.bind(1, static_cast<int>(commit.size())).bind(2, commit);
+  check_commit_id(commit);
+  constexpr size_t kMinPrefix = 4;
+  Statement s = impl_->prepare(
+      "SELECT DISTINCT commit_sha FROM runs WHERE commit_sha = ?1 OR (?2 >= ?3 AND substr(commit_sha, 1, ?2) = ?1)");
+  s.bind(1, commit).bind(2, static_cast<int>(commit.size())).bind(3, static_cast<int>(kMinPrefix));
   std::vector<std::string> found;
-  while (s.step()) found.push_back(s.text(0));
-  if (found.empty()) throw InputError(fmt::format("--commit: no run of commit '{}' in {}", commit, impl_->path));
+  while (s.step()) {
+    if (s.text(0) == commit) return commit;  // a full id wins over the longer ids it is a prefix of
+    found.push_back(s.text(0));
+  }
+  if (found.empty()) {
+    throw InputError(fmt::format("--commit: no run of commit '{}' in {}{}", printable(commit), impl_->path,
+                                 commit.size() < kMinPrefix ? " (a commit is found by its full id or a unique prefix of at least 4 characters)" : ""));
+  }
   if (found.size() > 1) {
-    throw InputError(fmt::format("--commit: '{}' is ambiguous: {} and {} more", commit, found[0], found.size() - 1));
+    throw InputError(fmt::format("--commit: '{}' is ambiguous: {} and {} more", printable(commit), found[0], found.size() - 1));
   }
   return found.front();
 }

@@ -7,13 +7,32 @@
 #include <utility>
 #include <vector>
 
+#include "torchprobe/input_error.h"
 #include "torchprobe/report/results.h"
 
 namespace torchprobe::history {
 
-/// The schema this torchprobe writes and reads; a database with a newer one is refused (InputError).
+/// The history database cannot be used: not a database, corrupt, locked past the busy timeout, unreadable,
+/// unwritable, a schema this torchprobe does not read. Bad input, not a slowdown: the CLI exits 2 on it.
+/// The message names the database file and says what is wrong.
+class DatabaseError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+/// The schema this torchprobe writes and reads; a database with a newer one is refused (DatabaseError).
 constexpr int kSchemaVersion = 1;
 constexpr const char* kDefaultDatabase = "reports/history.sqlite";
+/// How long a store waits for another process's lock before it gives up (DatabaseError): 60 s, or the
+/// milliseconds in this environment variable.
+constexpr const char* kBusyTimeoutVariable = "TORCHPROBE_HISTORY_BUSY_TIMEOUT_MS";
+/// The one rule for what a commit id may be, stated in the messages that refuse one.
+constexpr const char* kCommitIdRule = "1 to 128 characters, none of them whitespace or a control character";
+
+/// Checks a commit id given to `add --commit` or `check --commit` (or found by git): kCommitIdRule, so a SHA, a
+/// prefix of one, a tag or a label like "c08" (`check` finds it by its full id or a unique prefix of at least 4
+/// characters). Throws InputError naming `flag` and the rule.
+void check_commit_id(const std::string& commit, const std::string& flag = "--commit");
 
 /// What a run is filed under besides its results. Empty fields take defaults (see complete_labels).
 struct RunLabels {
@@ -64,10 +83,13 @@ struct SeriesQuery {
 
 class Store {
  public:
+  /// kCreate: for writing, made (with its directory) when missing. kExisting: an existing database, opened
+  /// read-only; where its write-ahead-log index cannot be made (a read-only file system or directory), read
+  /// as it is on disk (SQLite's immutable mode).
   enum class Mode { kCreate, kExisting };
-  /// Opens the database at `path`; kCreate makes it (and its directory) when missing. Throws InputError for a
-  /// missing database in kExisting mode, a file that is not a torchprobe history database, or a schema
-  /// version this torchprobe does not know.
+  /// Opens the database at `path`. Throws InputError for a missing database in kExisting mode, DatabaseError
+  /// for a file that is not a torchprobe history database, a corrupt, locked or unreadable one, or a schema
+  /// version this torchprobe does not know. Every later SQLite failure is a DatabaseError too.
   Store(const std::string& path, Mode mode);
   ~Store();
   Store(const Store&) = delete;
@@ -84,8 +106,8 @@ class Store {
   std::vector<Series> series(const SeriesQuery& query) const;
   /// The commit of the newest run (by date, then the order added); "" for an empty store.
   std::string newest_commit() const;
-  /// The stored commit that `commit` names (the full SHA or a unique prefix of at least 4 characters).
-  /// Throws InputError when none or several match.
+  /// The stored commit that `commit` names: its full id (any valid one, see check_commit_id) or a unique prefix
+  /// of at least 4 characters. Throws InputError for an invalid id and when none or several match.
   std::string resolve_commit(const std::string& commit) const;
   /// The newest run of each host on the given branches (every branch when empty), as one result set
   /// (device labels device@host when there are several hosts), for the device comparison.

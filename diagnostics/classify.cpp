@@ -1183,6 +1183,24 @@ Diagnosis explain_error(const std::string& text) {
   return selector.diagnosis(scanner);
 }
 
+namespace {
+/// std::getline with a bound: a line longer than kMaxLogLine keeps its first kMaxLogLine bytes and the
+/// rest is skipped, so a stream without newlines (stdin from /dev/zero) needs no more memory than that.
+bool read_bounded_line(std::istream& in, std::string& line) {
+  constexpr std::size_t kMaxLogLine = std::size_t{1} << 20;
+  line.clear();
+  std::streambuf* buffer = in.rdbuf();
+  bool any = false;
+  for (int c = buffer->sbumpc(); c != std::char_traits<char>::eof(); c = buffer->sbumpc()) {
+    any = true;
+    if (c == '\n') return true;
+    if (line.size() < kMaxLogLine) line += static_cast<char>(c);
+  }
+  in.setstate(std::ios::eofbit);
+  return any;
+}
+}  // namespace
+
 LogScan scan_log(std::istream& in, std::size_t max_findings) {
   LogScan scan;
   std::map<std::pair<ErrorKind, std::string>, std::size_t> seen;  // (kind, message) -> index in scan.findings
@@ -1206,7 +1224,7 @@ LogScan scan_log(std::istream& in, std::size_t max_findings) {
       return;
     }
   });
-  for (std::string line; std::getline(in, line);) scanner.feed(line);
+  for (std::string line; read_bounded_line(in, line);) scanner.feed(line);
   scanner.finish();
   scan.lines = scanner.lines();
   return scan;

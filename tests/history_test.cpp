@@ -460,7 +460,13 @@ TEST(HistoryStore, Iso8601Dates) {
   EXPECT_EQ(s, 1795334400);
   ASSERT_TRUE(history::parse_iso8601("2026-11-22", s));
   EXPECT_EQ(s, 1795305600);
-  for (const char* bad : {"", "2026", "2026-13-01", "2026-11-22T25:00", "2026-11-22T08:00:00 junk", "22/11/2026"}) {
+  // The month's last day, leap years included, and one past it.
+  EXPECT_TRUE(history::parse_iso8601("2024-02-29", s));
+  EXPECT_TRUE(history::parse_iso8601("2000-02-29", s));
+  EXPECT_TRUE(history::parse_iso8601("2026-04-30", s));
+  EXPECT_TRUE(history::parse_iso8601("2026-12-31", s));
+  for (const char* bad : {"", "2026", "2026-13-01", "2026-11-22T25:00", "2026-11-22T08:00:00 junk", "22/11/2026",
+                          "2026-02-30", "2025-02-29", "1900-02-29", "2026-04-31", "2026-11-31", "2026-01-32", "2026-00-10"}) {
     EXPECT_FALSE(history::parse_iso8601(bad, s)) << bad;
   }
 }

@@ -326,7 +326,11 @@ class Transaction {
 
 bool parse_iso8601(const std::string& s, std::int64_t& seconds) {
   const int year = digits(s, 0, 4), month = digits(s, 5, 2), day = digits(s, 8, 2);
-  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || s[4] != '-' || s[7] != '-') return false;
+  if (year < 0 || month < 1 || month > 12 || day < 1 || s[4] != '-' || s[7] != '-') return false;
+  // The month's real length: 2026-02-30 or 2025-02-29 is no date.
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  const int month_days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (day > month_days[month - 1]) return false;
   int hour = 0, minute = 0, second = 0, offset_minutes = 0;
   size_t pos = 10;
   if (pos < s.size()) {

@@ -44,6 +44,9 @@ struct Arguments {
   std::string out, out_format, format, filter;
   std::vector<std::string> for_children;  ///< what an isolated child gets (it adds its own filter and output)
   std::string invalid;  ///< a Google Benchmark flag with a bad value: the error, raised before any work
+  /// --benchmark_display_aggregates_only: taken here, not by Google Benchmark, which would then hand the
+  /// results file (written by our display reporter) only the aggregates, never the repetitions.
+  bool display_aggregates_only = false;
 };
 
 /// Google Benchmark's numeric flags, checked as ours are: its own parsing takes NaN for --benchmark_min_time
@@ -85,6 +88,12 @@ Arguments take_arguments(int& argc, char** argv) {
       continue;
     }
     if (a.invalid.empty()) a.invalid = check_benchmark_flag(arg);
+    if (starts_with(arg, "--benchmark_display_aggregates_only")) {
+      const std::string value = std::strchr(arg, '=') ? std::strchr(arg, '=') + 1 : "true";
+      a.display_aggregates_only = value == "true" || value == "1" || value == "yes";
+      a.for_children.emplace_back(arg);
+      continue;
+    }
     if (starts_with(arg, "--benchmark_format=")) a.format = value("--benchmark_format=");
     if (starts_with(arg, "--benchmark_filter=")) a.filter = value("--benchmark_filter=");
     if (!starts_with(arg, "--benchmark_format=") && !starts_with(arg, "--benchmark_filter=") &&
@@ -237,6 +246,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
       if (json_display) std::printf("%s", file.document().c_str());
     } else if (json_display) {
       bench::RunReporter<benchmark::JSONReporter> reporter(file, flags.isolated_child);
+      reporter.display_aggregates_only = args.display_aggregates_only;
       ran = benchmark::RunSpecifiedBenchmarks(&reporter);
       failed = reporter.failed;
       write_error = reporter.write_error;
@@ -246,6 +256,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
           file, flags.isolated_child,
           static_cast<benchmark::ConsoleReporter::OutputOptions>(color | benchmark::ConsoleReporter::OO_Tabular));
       reporter.before_runs = [] { bench::Progress::instance().clear_line(); };
+      reporter.display_aggregates_only = args.display_aggregates_only;
       ran = benchmark::RunSpecifiedBenchmarks(&reporter);
       failed = reporter.failed;
       write_error = reporter.write_error;
@@ -290,6 +301,8 @@ int main(int argc, char** argv) {
       "csv or console) is rewritten after every finished benchmark and always holds a complete document (a device,\n"
       "a pipe or /dev/stdout gets it once, at the end); a run that finishes nothing leaves it untouched. SIGINT/SIGTERM: the current sample finishes, the finished\n"
       "benchmarks are kept, exit 130/143 (a second signal stops at once).");
+  // A flag given twice: the last one wins (scripts/run.sh passes the suite's defaults first, the caller's flags after).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--devices", flags.devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();
   app.add_option("--models", flags.models, "Models to train: net, resnet18 (comma-separated)")->capture_default_str();
   app.add_option("--batch-sizes", flags.batch_sizes, fmt::format("Batch sizes, 1 to {}", kMaxBatch))->capture_default_str();

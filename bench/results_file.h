@@ -5,6 +5,7 @@
 // run is complete: torchprobe_run = "complete (12 of 12 benchmarks)" or "partial: ...".
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -110,7 +111,11 @@ class RunReporter : public Base {
     // The benchmark a stop cut short is not a result; nor are those skipped after it.
     if (any_failed && interrupt::requested()) return;
     failed += any_failed ? 1 : 0;
-    Base::ReportRuns(runs);
+    // Every run goes to the file; the display leaves the repetitions out when only aggregates were asked for.
+    const bool repetitions = std::any_of(runs.begin(), runs.end(), [](const auto& r) {
+      return r.run_type == Base::Run::RT_Iteration && r.repetitions > 1;
+    });
+    if (!(display_aggregates_only && repetitions)) Base::ReportRuns(runs);
     if (!write_error.empty()) return;
     try {
       file_.add(runs);
@@ -121,6 +126,7 @@ class RunReporter : public Base {
   }
 
   std::function<void()> before_runs = [] {};
+  bool display_aggregates_only = false;  ///< --benchmark_display_aggregates_only: the display shows aggregates only
   int failed = 0;            ///< benchmarks with a failed run
   std::string write_error;   ///< the results file could not be written: the run stopped
 

@@ -1,10 +1,12 @@
 // torchprobe: the command-line front end. Each subcommand lives in its own file (commands.h).
 #include <CLI/CLI.hpp>
 
+#include <string>
 #include <vector>
 
 #include "commands.h"
 #include "torchprobe/cli_support.h"
+#include "torchprobe/config.h"
 #include "torchprobe/interrupt.h"
 
 int main(int argc, char** argv) {
@@ -13,6 +15,7 @@ int main(int argc, char** argv) {
   torchprobe::interrupt::install(torchprobe::interrupt::Mode::kImmediate);
   CLI::App app{"torchprobe: LibTorch benchmarks and diagnostics for the CPU and every GPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("torchprobe ") + TORCHPROBE_VERSION);
   std::vector<cli::Command> commands;
   for (auto add : {cli::add_devices_command, cli::add_report_command, cli::add_compare_command, cli::add_diagnose_command,
                    cli::add_explain_command, cli::add_dist_command, cli::add_history_command}) {

@@ -64,7 +64,13 @@ int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (argc == 1 && !app.get_subcommands([](CLI::App*) { return true; }).empty()) {  // nothing given: what there is to give
+      std::fprintf(stderr, "%storchprobe: error: a subcommand is required (one of those above)\n", app.help().c_str());
+      return 2;
+    }
     std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(e.what()).c_str());
     return 2;
   }

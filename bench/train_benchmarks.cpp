@@ -101,8 +101,8 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   state.counters["model_tflop_per_s"] = benchmark::Counter(iterations * flop_per_step / 1e12, benchmark::Counter::kIsRate);
   if (std::isfinite(peak_flop_per_s)) {
     state.counters["peak_tflop_per_s"] = peak_flop_per_s / 1e12;
-    state.counters["mfu_pct"] = benchmark::Counter(100.0 * iterations * flop_per_step / peak_flop_per_s,
-                                                   benchmark::Counter::kIsRate);
+    // A plain value, not a rate counter: the console would print a percentage as "0.83/s".
+    if (total_ms > 0.0) state.counters["mfu_pct"] = 100.0 * iterations * flop_per_step / (total_ms / 1e3) / peak_flop_per_s;
   }
   if (const train::LossScaler* scaler = step.scaler()) {
     state.counters["loss_scale"] = scaler->scale_value();

@@ -11,6 +11,7 @@
 
 #include "test_util.h"
 #include "torchprobe/error.h"
+#include "torchprobe/interrupt.h"
 #include "torchprobe/models/registry.h"
 
 using namespace torchprobe;
@@ -284,6 +285,15 @@ TEST(OpPeak, MeasuredOncePerDeviceAndCachedAndAnUpperBound) {
   const auto again = ops::measured_peak(kCpu, ops::DType::kFp32);
   EXPECT_EQ(first.gflop_per_s, again.gflop_per_s);
   EXPECT_EQ(first.gb_per_s, again.gb_per_s);
+}
+
+TEST(OpPeak, AStopIsAnsweredDuringTheMeasurement) {
+  // Ctrl-C during the roof: the measurement stops (between two GEMM panels on the CPU) instead of
+  // running its second of samples per roof, and nothing is cached from it.
+  interrupt::reset_for_testing();
+  interrupt::request_stop("a test's stop");
+  EXPECT_THROW_WITH(ops::measured_peak(kCpu, ops::DType::kBf16), interrupt::Interrupted, "a test's stop");
+  interrupt::reset_for_testing();
 }
 
 TEST(OpPeak, TheoreticalCpuPeakIsCoresTimesClockTimesFlopPerCycle) {

@@ -296,6 +296,22 @@ TEST(OpPeak, AStopIsAnsweredDuringTheMeasurement) {
   interrupt::reset_for_testing();
 }
 
+TEST(OpPeak, TheMeasuredClockCannotReadHigh) {
+  // Only upper bounds: a busy host can make the probe read low, never high. An add chain read 22 000 MHz
+  // on a Sapphire Rapids core (its adds are folded at rename); the multiply chain cannot be folded.
+  const double mhz = ops::measure_cpu_clock_mhz();
+#if defined(__x86_64__)
+  EXPECT_GT(mhz, 0.0);
+#endif
+  EXPECT_LE(mhz, 6500.0);
+  const CpuInfo cpu = read_cpu_info();
+  if (cpu.max_clock_mhz > 0.0) {
+    // cpufreq's maximum is the boost clock; /proc/cpuinfo (VMs) lists the nominal one, which boost exceeds.
+    const double slack = cpu.clock_source.rfind("cpufreq", 0) == 0 ? 1.5 : 2.5;
+    EXPECT_LE(mhz, slack * cpu.max_clock_mhz) << cpu.clock_source << " lists " << cpu.max_clock_mhz << " MHz";
+  }
+}
+
 TEST(OpPeak, TheoreticalCpuPeakIsCoresTimesClockTimesFlopPerCycle) {
   CpuInfo cpu;
   cpu.vendor = "GenuineIntel";

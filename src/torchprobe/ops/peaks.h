@@ -18,9 +18,10 @@ struct TheoreticalPeak {
   double gflop_per_s = 0.0;  ///< 0: unknown
   std::string basis;         ///< e.g. "2 cores x 2596 MHz x 32 FLOP/cycle (AVX-512 on AMD Zen 4: two 256-bit FMA pipes)"
 };
-/// The clock a core of this CPU really runs at, in MHz: a chain of dependent integer adds (one per cycle,
-/// so it cannot read high) timed on this thread, best of a few tries; 0 where not measured (non-x86).
-/// VMs list the nominal clock in /proc/cpuinfo while their cores boost above it.
+/// The clock a core of this CPU really runs at, in MHz: a chain of dependent integer multiplies (3 cycles
+/// each on every x86-64 core; no core folds them, as recent Intel cores fold adds) timed on this thread,
+/// best of a few tries; 0 where not measured (non-x86) or implausible (above 6500 MHz). VMs list the
+/// nominal clock in /proc/cpuinfo while their cores boost above it.
 double measure_cpu_clock_mhz();
 
 /// Per-core fp32 FLOP per cycle: 2 x FMA pipes x lanes (AVX-512 64 on Intel, 32 on Zen 4, 64 on

@@ -75,6 +75,7 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
     state.counters["roof_gemm_gflop_per_s"] = peak.gemm_gflop_per_s;
     state.counters["roof_conv_gflop_per_s"] = peak.conv_gflop_per_s;
     if (peak.theoretical_gflop_per_s > 0) state.counters["roof_theoretical_gflop_per_s"] = peak.theoretical_gflop_per_s;
+    if (peak.theoretical_suspect) state.counters["roof_theoretical_suspect"] = 1.0;
   }
   if (c.bandwidth_roof) state.counters["peak_gb_per_s"] = peak_bytes;
   if (std::isfinite(point.pct_of_roof)) state.counters["pct_of_roof"] = point.pct_of_roof;

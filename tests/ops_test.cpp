@@ -312,6 +312,34 @@ TEST(OpPeak, TheMeasuredClockCannotReadHigh) {
   }
 }
 
+TEST(OpPeak, ATheoreticalRoofFarAboveTheMeasuredOnesIsSuspectAndUnused) {
+  ops::Peak p;
+  p.gemm_gflop_per_s = 400.0;
+  p.conv_gflop_per_s = 417.0;
+  p.theoretical_gflop_per_s = 2820.0;  // the add-chain clock on a Sapphire Rapids core: 6.8x
+  ops::apply_compute_roof(p);
+  EXPECT_TRUE(p.theoretical_suspect);
+  EXPECT_EQ(p.gflop_per_s, 417.0);
+  EXPECT_EQ(p.compute_source, "conv");
+  // Exactly at the ratio: still trusted (suspect only above it); just above: suspect.
+  p.theoretical_gflop_per_s = ops::kSuspectRatio * 417.0;
+  ops::apply_compute_roof(p);
+  EXPECT_FALSE(p.theoretical_suspect);
+  EXPECT_EQ(p.gflop_per_s, ops::kSuspectRatio * 417.0);
+  EXPECT_EQ(p.compute_source, "theoretical");
+  p.theoretical_gflop_per_s = std::nextafter(ops::kSuspectRatio * 417.0, 1e9);
+  ops::apply_compute_roof(p);
+  EXPECT_TRUE(p.theoretical_suspect);
+  EXPECT_EQ(p.gflop_per_s, 417.0);
+  // No theoretical figure (GPUs, unknown CPUs): the measured roof, nothing suspect.
+  p.theoretical_gflop_per_s = 0.0;
+  p.gemm_gflop_per_s = 500.0;
+  ops::apply_compute_roof(p);
+  EXPECT_FALSE(p.theoretical_suspect);
+  EXPECT_EQ(p.gflop_per_s, 500.0);
+  EXPECT_EQ(p.compute_source, "gemm");
+}
+
 TEST(OpPeak, TheoreticalCpuPeakIsCoresTimesClockTimesFlopPerCycle) {
   CpuInfo cpu;
   cpu.vendor = "GenuineIntel";

@@ -102,6 +102,16 @@ TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double mea
   return peak;
 }
 
+void apply_compute_roof(Peak& peak) {
+  const double measured = std::max(peak.gemm_gflop_per_s, peak.conv_gflop_per_s);
+  peak.theoretical_suspect = measured > 0.0 && peak.theoretical_gflop_per_s > kSuspectRatio * measured;
+  const double theory = peak.theoretical_suspect ? 0.0 : peak.theoretical_gflop_per_s;
+  peak.gflop_per_s = std::max(measured, theory);
+  peak.compute_source = peak.gflop_per_s == theory && theory > 0.0          ? "theoretical"
+                        : peak.gflop_per_s == peak.conv_gflop_per_s ? "conv"
+                                                                    : "gemm";
+}
+
 namespace {
 std::string g_peak_store;
 
@@ -126,6 +136,7 @@ Peak peak_from_json(const nlohmann::json& j) {
   p.compute_source = j.at("compute_source").get<std::string>();
   p.theoretical_basis = j.at("theoretical_basis").get<std::string>();
   p.gb_per_s = j.at("gb_per_s").get<double>();
+  p.theoretical_suspect = j.value("theoretical_suspect", false);
   return p;
 }
 
@@ -133,7 +144,7 @@ nlohmann::json peak_to_json(const Peak& p) {
   return {{"gflop_per_s", p.gflop_per_s},           {"gemm_gflop_per_s", p.gemm_gflop_per_s},
           {"conv_gflop_per_s", p.conv_gflop_per_s}, {"theoretical_gflop_per_s", p.theoretical_gflop_per_s},
           {"compute_source", p.compute_source},     {"theoretical_basis", p.theoretical_basis},
-          {"gb_per_s", p.gb_per_s}};
+          {"gb_per_s", p.gb_per_s},                 {"theoretical_suspect", p.theoretical_suspect}};
 }
 
 Peak measure_peak(const torch::Device& device, DType dtype);
@@ -200,10 +211,7 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
     peak.theoretical_gflop_per_s = theory.gflop_per_s;
     peak.theoretical_basis = theory.basis;
   }
-  peak.gflop_per_s = std::max({peak.gemm_gflop_per_s, peak.conv_gflop_per_s, peak.theoretical_gflop_per_s});
-  peak.compute_source = peak.gflop_per_s == peak.theoretical_gflop_per_s ? "theoretical"
-                        : peak.gflop_per_s == peak.conv_gflop_per_s      ? "conv"
-                                                                         : "gemm";
+  apply_compute_roof(peak);
   {  // STREAM triad a = b + s*c over arrays of at least 4x the last-level cache, every thread
     const std::int64_t floor_bytes = (device.is_cuda() ? 1024 : 256) * kMiB;
     const std::int64_t array_bytes = std::max(floor_bytes, 4 * measure::cache_bytes(device));

@@ -36,7 +36,18 @@ struct Peak {
   std::string compute_source;            ///< "gemm", "conv" or "theoretical": which set the roof
   std::string theoretical_basis;
   double gb_per_s = 0.0;                 ///< the memory roof: best STREAM triad a = b + s*c, 3 arrays >= 4x the LLC
+  /// The theoretical peak is above kSuspectRatio x the best GEMM/conv measured: a misread clock or FLOP/cycle
+  /// (an add-chain clock read 7x high on a Sapphire Rapids core). Reported, never used as the roof.
+  bool theoretical_suspect = false;
 };
+
+/// How far above the best measured GEMM/convolution a theoretical roof may be before it is suspect: tuned
+/// BLAS and oneDNN kernels reach 60-95% of a core's peak, so 2x leaves room for a poorly tuned backend.
+constexpr double kSuspectRatio = 2.0;
+
+/// Sets `peak`'s compute roof from its parts: the largest of the GEMM, the convolution and the theoretical
+/// peak, unless the theoretical one is suspect (then it is flagged and left out), and which one set it.
+void apply_compute_roof(Peak& peak);
 /// Measured once per device and dtype per process (all threads), then cached; with a store file set,
 /// once per run of several processes.
 Peak measured_peak(const torch::Device& device, DType dtype);

@@ -135,6 +135,7 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
                                   "its loop overhead is higher; torchprobe's own timers are unaffected", markdown_text(c.source)));
     }
   }
+  std::set<std::string> suspect_said;  // a suspect roof is said once per device and dtype
   for (const auto& r : results.results) {
     const std::string name = markdown_code(r.name);
     if (r.failed()) {
@@ -164,6 +165,16 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
                                   "model's analytic count (convolution kernels skip taps on zero padding; Winograd/FFT algorithms), so it is an "
                                   "effective rate",
                                   name, format_roof_pct(r.counter("mfu_pct"), mfu)));
+    }
+    if (r.suite == "op" && r.counter("roof_theoretical_suspect") > 0.0 && suspect_said.insert(r.device_label + "|" + r.dtype).second) {
+      const double measured = std::max(r.counter("roof_gemm_gflop_per_s"), r.counter("roof_conv_gflop_per_s"));
+      lines.push_back(fmt::format("{}: the theoretical {} compute roof, {} GFLOP/s, is {} the best GEMM or convolution "
+                                  "measured in this run ({} GFLOP/s): suspect (a misread clock or FLOP/cycle), so it is "
+                                  "not used; the roof is the measured {} GFLOP/s",
+                                  markdown_code(r.device_label), markdown_text(r.dtype),
+                                  format_number(r.counter("roof_theoretical_gflop_per_s")),
+                                  format_ratio(r.counter("roof_theoretical_gflop_per_s") / measured), format_number(measured),
+                                  format_number(measured)));
     }
     if (r.suite == "op") {
       const OpMetrics m = op_metrics(r);

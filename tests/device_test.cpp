@@ -74,3 +74,26 @@ TEST(Inventory, DescribesTheCpuLibTorchAndBlas) {
   EXPECT_NE(inventory_text(inv).find("BLAS threading"), std::string::npos);
 }
 
+TEST(Inventory, TellsTheCpusIsaApartFromLibTorchsKernelLevel) {
+  CpuInfo spr;  // a Sapphire Rapids core under Debian's LibTorch 1.13 (flags as /proc/cpuinfo lists them)
+  spr.flags = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile"};
+  spr.vector_isa = "AVX2";
+  EXPECT_EQ(cpu_isa(spr), "AVX-512 (VNNI, BF16, FP16) + AMX-BF16");
+  EXPECT_NE(isa_gap_warning(spr).find("this CPU has AVX-512 (VNNI, BF16, FP16) + AMX-BF16 but LibTorch's own CPU kernels run at AVX2"),
+            std::string::npos);
+  spr.vector_isa = "AVX512";  // the PyTorch wheels' level there: no gap
+  EXPECT_EQ(isa_gap_warning(spr), "");
+  CpuInfo zen3;
+  zen3.flags = {"sse4_2", "avx", "avx2", "fma"};
+  zen3.vector_isa = "AVX2";
+  EXPECT_EQ(cpu_isa(zen3), "AVX2+FMA");
+  EXPECT_EQ(isa_gap_warning(zen3), "");
+  CpuInfo grace;  // Neoverse V2 ("Features" on aarch64)
+  grace.flags = {"asimd", "sve", "sve2", "bf16"};
+  EXPECT_EQ(cpu_isa(grace), "SVE2 (BF16)");
+  EXPECT_EQ(cpu_isa(CpuInfo{}), "unknown");
+  // This host's inventory says both levels.
+  const std::string text = inventory_text(collect_inventory());
+  EXPECT_NE(text.find("CPU ISA"), std::string::npos);
+  EXPECT_NE(text.find("LibTorch kernels"), std::string::npos);
+}

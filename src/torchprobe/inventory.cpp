@@ -21,7 +21,9 @@ namespace {
 
 // The ISA flags that set a CPU's peak FLOP rate (ops/peaks.cpp) or that users ask about.
 const std::vector<std::string> kKnownFlags = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16",
-                                              "amx_bf16", "amx_tile"};
+                                              "avx512_vnni", "amx_bf16", "amx_tile", "amx_int8",
+                                              // Arm (/proc/cpuinfo "Features"): NEON, SVE, SVE2, bf16 dot products
+                                              "asimd", "sve", "sve2", "bf16"};
 
 std::string trim(std::string s) {
   const auto not_space = [](unsigned char c) { return !std::isspace(c); };
@@ -58,6 +60,49 @@ bool CpuInfo::has_flag(const std::string& flag) const {
   return std::find(flags.begin(), flags.end(), flag) != flags.end();
 }
 
+std::string cpu_isa(const CpuInfo& cpu) {
+  const auto has = [&](const char* f) { return cpu.has_flag(f); };
+  std::vector<std::string> extras;
+  std::string base;
+  if (has("avx512f")) {
+    base = "AVX-512";
+    for (const auto& [flag, name] : {std::pair{"avx512_vnni", "VNNI"}, {"avx512_bf16", "BF16"}, {"avx512_fp16", "FP16"}}) {
+      if (has(flag)) extras.emplace_back(name);
+    }
+  } else if (has("avx2")) {
+    base = has("fma") ? "AVX2+FMA" : "AVX2";
+  } else if (has("avx")) {
+    base = "AVX";
+  } else if (has("sse4_2")) {
+    base = "SSE4.2";
+  } else if (has("sve2") || has("sve")) {
+    base = has("sve2") ? "SVE2" : "SVE";
+    if (has("bf16")) extras.emplace_back("BF16");
+  } else if (has("asimd")) {
+    base = "NEON";
+    if (has("bf16")) extras.emplace_back("BF16");
+  } else {
+    return "unknown";
+  }
+  std::string out = base;
+  if (!extras.empty()) {
+    out += " (";
+    for (size_t i = 0; i < extras.size(); ++i) out += (i ? ", " : "") + extras[i];
+    out += ")";
+  }
+  if (has("amx_bf16") || has("amx_int8")) out += has("amx_bf16") ? " + AMX-BF16" : " + AMX-INT8";
+  return out;
+}
+
+std::string isa_gap_warning(const CpuInfo& cpu) {
+  const bool avx512_kernels = cpu.vector_isa.rfind("AVX512", 0) == 0;
+  if (!cpu.has_flag("avx512f") || avx512_kernels || cpu.vector_isa.empty()) return "";
+  return fmt::format("this CPU has {} but LibTorch's own CPU kernels run at {} (the build's or ATEN_CPU_CAPABILITY's "
+                     "limit; Debian's 1.13 stops at AVX2): its vectorised ops leave width unused, while oneDNN and the "
+                     "BLAS pick their own ISA",
+                     cpu_isa(cpu), cpu.vector_isa);
+}
+
 CpuInfo read_cpu_info() {
   CpuInfo cpu;
   cpu.model = "unknown";
@@ -79,7 +124,7 @@ CpuInfo read_cpu_info() {
       } catch (const std::exception&) {
       }
     }
-    if (key == "flags" && first_flags) {
+    if ((key == "flags" || key == "Features") && first_flags) {
       first_flags = false;
       std::istringstream words(value);
       for (std::string w; words >> w;) {
@@ -144,7 +189,8 @@ std::string inventory_json(const Inventory& inv, int indent) {
         {"clock_source", inv.cpu.clock_source},
         {"flags", inv.cpu.flags},
         {"torch_threads", inv.threads.intra_op},
-        {"vector_isa", inv.cpu.vector_isa}}},
+        {"vector_isa", inv.cpu.vector_isa},
+        {"isa", cpu_isa(inv.cpu)}}},
       {"threads",
        {{"intra_op", inv.threads.intra_op},
         {"inter_op", inv.threads.inter_op},
@@ -191,7 +237,9 @@ std::string inventory_text(const Inventory& inv) {
   row("model", inv.cpu.model);
   row("logical cores", std::to_string(inv.cpu.logical_cores));
   if (inv.cpu.max_clock_mhz > 0) row("clock", fmt::format("{:.0f} MHz ({})", inv.cpu.max_clock_mhz, inv.cpu.clock_source));
-  row("vector ISA", inv.cpu.vector_isa.empty() ? "unknown" : inv.cpu.vector_isa);
+  row("CPU ISA", cpu_isa(inv.cpu));
+  row("LibTorch kernels", inv.cpu.vector_isa.empty() ? "unknown" : inv.cpu.vector_isa + " (ATen's CPU capability)");
+  if (const std::string gap = isa_gap_warning(inv.cpu); !gap.empty()) row("WARNING", gap);
   row("LibTorch threads", fmt::format("{} intra-op, {} inter-op", inv.threads.intra_op, inv.threads.inter_op));
   const BlasInfo& blas = inv.threads.blas;
   row("BLAS", blas.vendor + (blas.library_path.empty() ? "" : " (" + blas.library_path + ")"));

@@ -22,6 +22,11 @@ struct CpuInfo {
 };
 /// Reads /proc/cpuinfo and sysfs.
 CpuInfo read_cpu_info();
+/// The CPU's own vector ISA from its flags, e.g. "AVX-512 (VNNI, BF16, FP16) + AMX-BF16", "AVX2+FMA",
+/// "SVE2 (BF16)", "NEON"; "unknown" without a known flag. Not what LibTorch uses: that is vector_isa.
+std::string cpu_isa(const CpuInfo& cpu);
+/// One line when LibTorch's kernels (vector_isa) run below the CPU's AVX-512; "" otherwise.
+std::string isa_gap_warning(const CpuInfo& cpu);
 
 struct Inventory {
   std::string torchprobe_version;

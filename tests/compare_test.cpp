@@ -260,3 +260,180 @@ TEST(Compare, ParsePercent) {
   EXPECT_THROW_WITH(report::parse_percent("-1%", "--threshold"), InputError, "not a percentage");
   EXPECT_THROW_WITH(report::parse_percent("%", "--threshold"), InputError, "not a percentage");
 }
+
+// ---- Every documented threshold: exactly at it, and one step to each side (tests/README.md) ----
+
+namespace {
+
+report::CompareOptions with(double threshold_pct, double alpha, bool fail_unconfirmed = false) {
+  report::CompareOptions o;
+  o.threshold_pct = threshold_pct;
+  o.alpha = alpha;
+  o.fail_unconfirmed = fail_unconfirmed;
+  return o;
+}
+
+const report::Comparison& only_row(const report::CompareReport& r) {
+  EXPECT_EQ(r.rows.size(), 1u);
+  return r.rows.at(0);
+}
+
+// Nine baseline repetitions 10.0 .. 10.8 (median 10.4).
+std::vector<double> nine_base() {
+  std::vector<double> base;
+  for (int i = 0; i < 9; ++i) base.push_back(10.0 + 0.1 * i);
+  return base;
+}
+
+}  // namespace
+
+// Exact two-sided p of the Mann-Whitney U test for small samples without ties, written as fractions. Computed by
+// enumerating every placement of the first sample among the pooled ranks (python3 itertools.combinations, Fraction:
+// p = 2 * #{U >= max(u, n1 n2 - u)} / C(n1 + n2, n1), capped at 1), not by this code.
+TEST(MannWhitney, ExactSmallSamplePValuesByEnumeration) {
+  struct Case {
+    std::vector<double> x, y;
+    double u, p;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 3}, {4, 5, 6}, 0.0, 2.0 / 20.0},               // 3 v 3 separated: the smallest p, 1/10
+      {{1, 2, 3, 4}, {5, 6, 7, 8}, 0.0, 2.0 / 70.0},         // 1/35
+      {{1, 2, 5, 6}, {3, 4, 7, 8}, 4.0, 24.0 / 70.0},        // 12/35
+      {{1, 3}, {2, 4, 5}, 1.0, 4.0 / 10.0},                  // 2/5
+      {{4, 5, 6, 7}, {1, 2, 3}, 12.0, 4.0 / 70.0},           // 4 v 3 separated: 2/35
+      {{10.45, 11.5, 11.6}, nine_base(), 23.0, 22.0 / 220.0},  // 3 v 9, U = 23: exactly 1/10
+      {{2, 4, 6, 8, 10}, {1, 3, 5, 7, 9, 11}, 15.0, 1.0},    // the middle U: 1
+  };
+  for (const auto& c : cases) {
+    const auto t = report::mann_whitney_u(c.x, c.y);
+    EXPECT_TRUE(t.exact) << c.x.size() << "x" << c.y.size();
+    EXPECT_EQ(t.u, c.u) << c.x.size() << "x" << c.y.size();
+    EXPECT_DOUBLE_EQ(t.p, c.p) << c.x.size() << "x" << c.y.size() << " u " << c.u;
+    EXPECT_DOUBLE_EQ(report::mann_whitney_u(c.y, c.x).p, c.p) << "two-sided: the order of the samples does not matter";
+  }
+}
+
+// "SLOWER when p < alpha": a p exactly equal to alpha is not significant. 3 current against 9 baseline repetitions
+// with U = 23 gives p = 1/10 exactly (see ExactSmallSamplePValuesByEnumeration), while 3 + 9 repetitions can reach
+// p = 2/220, so the test is possible and only the comparison with alpha decides.
+TEST(CompareBoundaries, SignificantOnlyWhenPIsBelowAlphaNeverEqual) {
+  const auto slower = [](double alpha) {
+    return report::compare_results(timings(nine_base()), timings({10.45, 11.5, 11.6}), with(5.0, alpha));
+  };
+  const auto at = slower(0.1);
+  EXPECT_EQ(only_row(at).p, 0.1);
+  EXPECT_GT(only_row(at).change_pct, 10.0);
+  EXPECT_EQ(only_row(at).verdict, report::Verdict::kSame);
+  EXPECT_NE(only_row(at).note.find("but not significant (p = 0.1)"), std::string::npos) << only_row(at).note;
+  EXPECT_EQ(at.exit_code(with(5.0, 0.1)), 0);
+  EXPECT_EQ(only_row(slower(std::nextafter(0.1, 1.0))).verdict, report::Verdict::kSlower);
+  EXPECT_EQ(only_row(slower(std::nextafter(0.1, 0.0))).verdict, report::Verdict::kSame);
+
+  // The same rule for speed-ups: U = 4 of 27 is the mirror image, p = 1/10.
+  const auto faster = [](double alpha) {
+    return report::compare_results(timings(nine_base()), timings({8.5, 8.6, 10.35}), with(5.0, alpha));
+  };
+  EXPECT_EQ(only_row(faster(0.1)).p, 0.1);
+  EXPECT_EQ(only_row(faster(0.1)).verdict, report::Verdict::kSame);
+  EXPECT_NE(only_row(faster(0.1)).note.find("faster by"), std::string::npos);
+  EXPECT_EQ(only_row(faster(std::nextafter(0.1, 1.0))).verdict, report::Verdict::kFaster);
+}
+
+// "SLOWER when the median grew by more than the threshold": +5.0% exactly (10 ms -> 10.5 ms) is SAME, also when the
+// test is significant (5 v 5 separated, p = 2/252); a threshold one step lower makes it SLOWER. Likewise -5.0%.
+TEST(CompareBoundaries, AChangeExactlyAtTheThresholdIsSame) {
+  const std::vector<double> base = {9.8, 9.9, 10.0, 10.1, 10.2};
+  const std::vector<double> up = {10.3, 10.4, 10.5, 10.6, 10.7}, down = {9.3, 9.4, 9.5, 9.6, 9.7};
+  const auto verdict = [&](const std::vector<double>& current, double threshold) {
+    const auto r = report::compare_results(timings(base), timings(current), with(threshold, 0.05));
+    EXPECT_LT(only_row(r).p, 0.05);
+    return only_row(r).verdict;
+  };
+  EXPECT_EQ(only_row(report::compare_results(timings(base), timings(up), {})).change_pct, 5.0);
+  EXPECT_EQ(only_row(report::compare_results(timings(base), timings(down), {})).change_pct, -5.0);
+  EXPECT_EQ(verdict(up, 5.0), report::Verdict::kSame);
+  EXPECT_EQ(verdict(up, std::nextafter(5.0, 0.0)), report::Verdict::kSlower);
+  EXPECT_EQ(verdict(up, std::nextafter(5.0, 10.0)), report::Verdict::kSame);
+  EXPECT_EQ(verdict(down, 5.0), report::Verdict::kSame);
+  EXPECT_EQ(verdict(down, std::nextafter(5.0, 0.0)), report::Verdict::kFaster);
+  EXPECT_EQ(verdict(down, std::nextafter(5.0, 10.0)), report::Verdict::kSame);
+  // A user's threshold is the boundary in the same way: +20.0% exactly against --threshold 20%.
+  const std::vector<double> fifth = {11.8, 11.9, 12.0, 12.1, 12.2};
+  EXPECT_EQ(verdict(fifth, 20.0), report::Verdict::kSame);
+  EXPECT_EQ(verdict(fifth, std::nextafter(20.0, 0.0)), report::Verdict::kSlower);
+}
+
+// UNCONFIRMED: slower beyond the threshold, and the repetitions cannot reach p < alpha. 3 + 3 repetitions reach
+// p = 0.1 at best: with alpha 0.1 that is not below alpha, so no data could confirm it (UNCONFIRMED, not "SAME: not
+// significant"); with alpha one step above 0.1 the test decides (SLOWER). Beyond the threshold only.
+TEST(CompareBoundaries, UnconfirmedWhenTheSmallestReachablePIsNotBelowAlpha) {
+  const std::vector<double> base = {9.9, 10.0, 10.1}, slower = {11.9, 12.0, 12.1};
+  const auto row_at = [&](double alpha, const std::vector<double>& current, double threshold = 5.0) {
+    return only_row(report::compare_results(timings(base), timings(current), with(threshold, alpha)));
+  };
+  const auto at = row_at(0.1, slower);
+  EXPECT_EQ(at.min_p, 0.1);
+  EXPECT_EQ(at.p, 0.1);
+  EXPECT_EQ(at.verdict, report::Verdict::kUnconfirmed);
+  EXPECT_NE(at.note.find("3+3 repetitions cannot reach p < 0.1 (the smallest p they can give is 0.1)"), std::string::npos)
+      << at.note;
+  EXPECT_EQ(row_at(std::nextafter(0.1, 0.0), slower).verdict, report::Verdict::kUnconfirmed);
+  EXPECT_EQ(row_at(std::nextafter(0.1, 1.0), slower).verdict, report::Verdict::kSlower);
+  // Not beyond the threshold (+5.0% exactly): SAME, whatever the repetitions.
+  const std::vector<double> five = {10.4, 10.5, 10.6};
+  EXPECT_EQ(row_at(0.05, five).verdict, report::Verdict::kSame);
+  EXPECT_EQ(row_at(0.05, five, std::nextafter(5.0, 0.0)).verdict, report::Verdict::kUnconfirmed);
+  // Faster beyond the threshold but untestable is never UNCONFIRMED: it cannot fail the gate.
+  EXPECT_EQ(row_at(0.05, {7.9, 8.0, 8.1}).verdict, report::Verdict::kSame);
+}
+
+// The gate rule itself, one verdict at a time: SLOWER and FAILED fail (exit 1), UNCONFIRMED only with
+// --fail-unconfirmed, the rest never. The JSON's fails_gate, JUnit's <failure> and the summary's FAIL/OK agree.
+TEST(CompareGate, EachVerdictAloneDecidesTheExitCode) {
+  using V = report::Verdict;
+  const struct {
+    V verdict;
+    int exit_default, exit_strict;
+  } rules[] = {{V::kSlower, 1, 1}, {V::kFailed, 1, 1}, {V::kUnconfirmed, 0, 1}, {V::kFaster, 0, 0},
+               {V::kSame, 0, 0},   {V::kNew, 0, 0},    {V::kGone, 0, 0}};
+  for (const auto& rule : rules) {
+    report::CompareReport r;
+    report::Comparison c;
+    c.name = "b";
+    c.verdict = rule.verdict;
+    r.rows.push_back(c);
+    for (const bool strict : {false, true}) {
+      const auto options = with(5.0, 0.05, strict);
+      const int expected = strict ? rule.exit_strict : rule.exit_default;
+      const std::string what = report::verdict_name(rule.verdict) + (strict ? " with --fail-unconfirmed" : "");
+      EXPECT_EQ(r.exit_code(options), expected) << what;
+      const auto doc = nlohmann::json::parse(report::compare_json(r, options));
+      EXPECT_EQ(doc["rows"][0]["fails_gate"], expected == 1) << what;
+      EXPECT_EQ(doc["exit_code"], expected) << what;
+      EXPECT_EQ(report::compare_junit(r, options).find("<failure") != std::string::npos, expected == 1) << what;
+      EXPECT_EQ(report::compare_summary(r, options).rfind(expected ? "FAIL: " : "OK: ", 0), 0u)
+          << what << ": " << report::compare_summary(r, options);
+    }
+  }
+}
+
+// FAILED decided from files: a benchmark that ran in the baseline and fails now is the only row, and it alone fails
+// the gate; failing in both runs is SAME and passes; failing only in the baseline is NEW and passes.
+TEST(CompareGate, ABenchmarkThatRanAndFailsNowFailsTheGateAlone) {
+  const auto ran = report::parse_results(
+      R"({"benchmarks": [{"name": "b", "run_type": "iteration", "real_time": 10, "time_unit": "ms"}]})", "ran.json");
+  const auto fails = report::parse_results(
+      R"({"benchmarks": [{"name": "b", "run_type": "iteration", "real_time": 0, "time_unit": "ms",
+          "error_occurred": true, "error_message": "CUDA out of memory"}]})", "fails.json");
+  const auto now_fails = report::compare_results(ran, fails, {});
+  EXPECT_EQ(only_row(now_fails).verdict, report::Verdict::kFailed);
+  EXPECT_EQ(only_row(now_fails).note, "ran in the baseline, fails now: CUDA out of memory");
+  EXPECT_EQ(now_fails.current_failure(), "");
+  EXPECT_EQ(now_fails.exit_code({}), 1);
+  const auto both = report::compare_results(fails, fails, {});
+  EXPECT_EQ(only_row(both).verdict, report::Verdict::kSame);
+  EXPECT_EQ(both.exit_code({}), 0);
+  const auto fixed = report::compare_results(fails, ran, {});
+  EXPECT_EQ(only_row(fixed).verdict, report::Verdict::kNew);
+  EXPECT_EQ(fixed.exit_code({}), 0);
+}

@@ -126,6 +126,27 @@ TEST(Explain, ClassifiesRealMessagesOfBothVersionsAndLanguages) {
   }
 }
 
+// The confidence rule (docs/diagnostics.md): a message that says memory ran out is "certain"; a status code that
+// usually means it is "likely"; the same status code next to another cause is not called out of memory at all,
+// while another cause never takes "certain" away.
+TEST(Explain, ConfidenceIsCertainLikelyOrWithheldNextToAnotherCause) {
+  const std::string likely = "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`";
+  const std::string cause = "RuntimeError: CUDA error: an illegal memory access was encountered";
+  const std::string certain = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 7.79 GiB total capacity)";
+  const auto judged = [](const std::string& text) {
+    const Diagnosis d = explain_error(text);
+    return kind_name(d.kind) + (d.confidence.empty() ? "" : " " + d.confidence);
+  };
+  EXPECT_EQ(judged(likely), "out_of_memory_gpu likely");
+  EXPECT_EQ(judged(cause + "\n" + likely), "unknown");
+  EXPECT_EQ(judged(likely + "\n" + cause), "unknown");
+  EXPECT_EQ(judged(certain), "out_of_memory_gpu certain");
+  EXPECT_EQ(judged(cause + "\n" + certain), "out_of_memory_gpu certain");
+  EXPECT_EQ(judged("RuntimeError: std::bad_alloc"), "out_of_memory_cpu likely");
+  EXPECT_EQ(judged("RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes."),
+            "out_of_memory_cpu certain");
+}
+
 TEST(Explain, SaysWhichArgumentIsWhereAndHowToFixIt) {
   const Diagnosis d = explain_error(kCases[1].text);
   EXPECT_NE(d.explanation.find("`weight` is on cpu while the other tensors are on cuda:0"), std::string::npos) << d.explanation;

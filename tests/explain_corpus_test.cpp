@@ -1,15 +1,19 @@
 // explain on real messages users pasted or PyTorch's source prints (tests/fixtures/explain/*.jsonl: each entry with
 // its source): the kind; for memory errors the confidence and the numbers; for device errors the devices and the
 // argument. Near-misses (dtype, shape, device-side asserts: kind "unknown") must stay unknown.
+// Every entry is locked: one that was right and goes wrong fails the test, named by its id and line. The few the
+// classifier gets wrong today are listed below with why (tests/README.md says how to add one).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diagnostics/classify.h"
@@ -18,11 +22,14 @@ namespace dx = torchprobe::diagnostics;
 
 namespace {
 
-std::vector<nlohmann::json> corpus(const std::string& file) {
+// The entries of a .jsonl corpus with the line each is on (from 1).
+std::vector<std::pair<size_t, nlohmann::json>> corpus(const std::string& file) {
   std::ifstream in(std::string(TORCHPROBE_EXPLAIN_CORPUS_DIR) + "/" + file);
-  std::vector<nlohmann::json> entries;
+  std::vector<std::pair<size_t, nlohmann::json>> entries;
+  size_t number = 0;
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) entries.push_back(nlohmann::json::parse(line));
+    ++number;
+    if (!line.empty()) entries.emplace_back(number, nlohmann::json::parse(line));
   }
   return entries;
 }
@@ -38,17 +45,43 @@ std::optional<std::int64_t> optional_bytes(const nlohmann::json& entry, const ch
   return entry[key].get<std::int64_t>();
 }
 
-// The targets both corpora share: >= 95% right, no near-miss given a known kind. Prints the score either way.
-void expect_score(const char* corpus_name, int right, size_t entries, int wrong_known, int near_misses,
-                  const std::string& failures) {
-  const double share = static_cast<double>(right) / static_cast<double>(entries);
+// Entries the classifier gets wrong today, by id, each with why. Nothing else may go wrong.
+const std::map<std::string, std::string> kMemoryKnownMisses = {};
+const std::map<std::string, std::string> kDeviceKnownMisses = {
+    // line 215: the corpus records no device (the message names none the user asked for), explain reports "cuda"
+    // from "DeviceGuardImpl for cuda"; the kind is right. docs/diagnostics.md names this miss.
+    {"cuda-deviceguard-cpp-terminate-pt15702", "devices: [] recorded, [cuda] read (the kind is right)"},
+};
+
+struct Outcome {
+  std::string id;
+  size_t line = 0;  // from 1, in the .jsonl file
+  bool right = false;
+  std::string detail;  // expected and got, when wrong
+};
+
+// Every entry right but the known misses; a known miss that is right now must leave the list (so the list stays
+// true), and every listed id must exist. Prints the score either way.
+void expect_locked(const std::string& file, const std::vector<Outcome>& outcomes,
+                   const std::map<std::string, std::string>& known_misses) {
+  int right = 0;
+  std::set<std::string> ids;
+  for (const auto& o : outcomes) {
+    EXPECT_TRUE(ids.insert(o.id).second) << file << ":" << o.line << ": id " << o.id << " is not unique";
+    const bool known = known_misses.count(o.id) != 0;
+    right += o.right ? 1 : 0;
+    if (!o.right && !known) ADD_FAILURE() << file << ":" << o.line << ": " << o.id << " regressed: " << o.detail;
+    if (o.right && known) {
+      ADD_FAILURE() << file << ":" << o.line << ": " << o.id << " is listed as a known miss but is right now: "
+                    << "remove it from the list in " << __FILE__;
+    }
+  }
+  for (const auto& [id, why] : known_misses) {
+    EXPECT_TRUE(ids.count(id)) << "known miss " << id << " (" << why << ") is not in " << file;
+  }
   ::testing::Test::RecordProperty("right", right);
-  ::testing::Test::RecordProperty("entries", static_cast<int>(entries));
-  std::printf("%s corpus: %d of %zu right (%.1f%%), %d of %d near-misses given a known kind\n", corpus_name, right,
-              entries, 100.0 * share, wrong_known, near_misses);
-  EXPECT_GE(share, 0.95) << failures;
-  EXPECT_EQ(wrong_known, 0) << failures;
-  if (!failures.empty()) std::printf("%s", failures.c_str());
+  ::testing::Test::RecordProperty("entries", static_cast<int>(outcomes.size()));
+  std::printf("%s: %d of %zu right, %zu known misses listed\n", file.c_str(), right, outcomes.size(), known_misses.size());
 }
 
 }  // namespace
@@ -56,41 +89,35 @@ void expect_score(const char* corpus_name, int right, size_t entries, int wrong_
 TEST(ExplainCorpus, MemoryErrorsIncludingTheDisguisedOnes) {
   const auto entries = corpus("corpus_memory.jsonl");
   ASSERT_GE(entries.size(), 100u);
-  int right = 0, wrong_known = 0, near_misses = 0;
-  std::string failures;
-  for (const auto& e : entries) {
+  std::vector<Outcome> outcomes;
+  for (const auto& [line, e] : entries) {
     const std::string text = e.at("text").get<std::string>(), expected = e.at("kind").get<std::string>();
     const dx::Diagnosis d = dx::explain_error(text);
     const std::string got = dx::kind_name(d.kind);
-    bool ok = got == expected;
-    if (ok && expected != "unknown") {
-      ok = d.confidence == e.value("confidence", "");
+    Outcome o{e.at("id").get<std::string>(), line, got == expected, ""};
+    std::string numbers;
+    if (o.right && expected != "unknown") {
+      o.right = d.confidence == e.value("confidence", "");
       // The numbers the message gives, where the corpus records them.
       const struct {
         const char* key;
         const std::optional<std::int64_t>& value;
-      } numbers[] = {{"requested_bytes", d.memory.requested}, {"total_bytes", d.memory.total}, {"free_bytes", d.memory.free}};
-      for (const auto& n : numbers) {
+      } read[] = {{"requested_bytes", d.memory.requested}, {"total_bytes", d.memory.total}, {"free_bytes", d.memory.free}};
+      for (const auto& n : read) {
         const auto want = optional_bytes(e, n.key);
         if (want && n.value != want) {
-          ok = false;
-          failures += fmt::format("  {}: {} {} expected, {} read\n", e.at("id").get<std::string>(), n.key, *want,
-                                  n.value ? std::to_string(*n.value) : "none");
+          o.right = false;
+          numbers += fmt::format("; {} {} expected, {} read", n.key, *want, n.value ? std::to_string(*n.value) : "none");
         }
       }
     }
-    if (expected == "unknown") {
-      ++near_misses;
-      if (got != "unknown") ++wrong_known;
+    if (!o.right) {
+      o.detail = fmt::format("expected {} {}, got {} {}{} ({})", expected, e.value("confidence", ""), got, d.confidence,
+                             numbers, d.message.substr(0, 120));
     }
-    if (ok) {
-      ++right;
-    } else {
-      failures += fmt::format("  {}: expected {} {}, got {} {} ({})\n", e.at("id").get<std::string>(), expected,
-                              e.value("confidence", ""), got, d.confidence, d.message.substr(0, 120));
-    }
+    outcomes.push_back(o);
   }
-  expect_score("memory", right, entries.size(), wrong_known, near_misses, failures);
+  expect_locked("corpus_memory.jsonl", outcomes, kMemoryKnownMisses);
 }
 
 // Devices are compared as the corpus records them: as the message writes them ("cuda:1", "mps:0", "cuda" for a
@@ -101,32 +128,26 @@ TEST(ExplainCorpus, MemoryErrorsIncludingTheDisguisedOnes) {
 TEST(ExplainCorpus, DeviceErrorsOfEveryVersionWithDevicesAndArgument) {
   const auto entries = corpus("corpus_device.jsonl");
   ASSERT_GE(entries.size(), 150u);
-  int right = 0, wrong_known = 0, near_misses = 0;
   std::set<std::string> kinds;
-  std::string failures;
-  for (const auto& e : entries) {
+  std::vector<Outcome> outcomes;
+  for (const auto& [line, e] : entries) {
     const std::string text = e.at("text").get<std::string>(), expected = e.at("kind").get<std::string>();
     const auto devices = e.at("devices").get<std::vector<std::string>>();
     const std::string argument = e.at("argument").is_null() ? "" : e.at("argument").get<std::string>();
     kinds.insert(expected);
     const dx::Diagnosis d = dx::explain_error(text);
     const std::string got = dx::kind_name(d.kind);
-    if (expected == "unknown") {
-      ++near_misses;
-      if (got != "unknown") ++wrong_known;
+    Outcome o{e.at("id").get<std::string>(), line, got == expected && d.devices == devices && d.argument.value_or("") == argument, ""};
+    if (!o.right) {
+      o.detail = fmt::format("expected {} {} '{}', got {} {} '{}' ({})", expected, as_text(devices), argument, got,
+                             as_text(d.devices), d.argument.value_or(""), d.message.substr(0, 160));
     }
-    if (got == expected && d.devices == devices && d.argument.value_or("") == argument) {
-      ++right;
-    } else {
-      failures += fmt::format("  {}: expected {} {} '{}', got {} {} '{}' ({})\n", e.at("id").get<std::string>(), expected,
-                              as_text(devices), argument, got, as_text(d.devices), d.argument.value_or(""),
-                              d.message.substr(0, 160));
-    }
+    outcomes.push_back(o);
   }
   // Every kind the classifier knows, next to the near-misses.
   EXPECT_EQ(kinds, (std::set<std::string>{"device_mismatch", "cuda_unavailable", "invalid_device", "meta_tensor",
                                           "not_a_tensor", "state_dict_prefix", "unknown"}));
-  expect_score("device", right, entries.size(), wrong_known, near_misses, failures);
+  expect_locked("corpus_device.jsonl", outcomes, kDeviceKnownMisses);
 }
 
 // `torchprobe diagnose device --json` as real runs printed it (tests/fixtures/explain/scenarios/*.json, one file per

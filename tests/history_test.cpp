@@ -13,6 +13,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "history_docs.h"
@@ -576,6 +577,79 @@ TEST(HistoryChangePoints, SmallStepsBelowTheMinimumAreNotReported) {
   EXPECT_EQ(history::e_divisive(values, two_pct)[0].index, 30u);
   EXPECT_TRUE(history::e_divisive({1.0, 2.0}, {}).empty());  // too short to split
   EXPECT_TRUE(history::e_divisive({}, {}).empty());
+}
+
+// ---- every documented threshold and exact value (tests/README.md) ----
+
+// Q of {1, 2, 4, 8}, by hand from the definition (checked with python3 fractions): tau = 1: (3/4)(2*11/3 - 12/3) = 5/2;
+// tau = 2: (4/4)(2*18/4 - 1 - 4) = 4; tau = 3: (3/4)(2*17/3 - 6/3) = 7.
+TEST(HistoryChangePoints, DivergenceOfATinySeriesByHand) {
+  const auto q = history::divergence({1.0, 2.0, 4.0, 8.0});
+  ASSERT_EQ(q.size(), 4u);
+  EXPECT_EQ(q[0], 0.0);
+  EXPECT_DOUBLE_EQ(q[1], 2.5);
+  EXPECT_DOUBLE_EQ(q[2], 4.0);
+  EXPECT_DOUBLE_EQ(q[3], 7.0);
+}
+
+// p = (1 + exceeding) / (1 + permutations): a step no shuffle of 10 + 10 points can match (a shuffle matches it with
+// probability 2 / C(20, 10) = 1e-5) has zero exceeding permutations, so p is exactly 1 / (1 + permutations), never 0.
+TEST(HistoryChangePoints, ThePermutationPHasAFloorOfOneOverPermutationsPlusOne) {
+  const auto step = step_values(20, 10, 1.0, 2.0);
+  for (const int permutations : {199, 99, 39}) {
+    history::ChangePointOptions options;
+    options.permutations = permutations;
+    const auto found = history::e_divisive(step, options);
+    ASSERT_EQ(found.size(), 1u) << permutations;
+    EXPECT_EQ(found[0].index, 10u);
+    EXPECT_EQ(found[0].p_value, 1.0 / (1.0 + permutations)) << permutations;
+  }
+  EXPECT_EQ(history::e_divisive(step, {})[0].p_value, 0.005);
+}
+
+// A split is a change point when p < alpha: with 19 permutations the smallest p is 1/20 = alpha exactly, which is
+// not below it; alpha one step above 0.05 accepts the same split, with p = 0.05.
+TEST(HistoryChangePoints, APEqualToAlphaIsNotAChangePoint) {
+  const auto step = step_values(20, 10, 1.0, 2.0);
+  history::ChangePointOptions options;
+  options.permutations = 19;
+  options.alpha = 0.05;
+  EXPECT_TRUE(history::e_divisive(step, options).empty());
+  options.alpha = std::nextafter(0.05, 0.0);
+  EXPECT_TRUE(history::e_divisive(step, options).empty());
+  options.alpha = std::nextafter(0.05, 1.0);
+  const auto found = history::e_divisive(step, options);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].p_value, 0.05);
+}
+
+// "A change point whose medians differ by less than --min-change is dropped": exactly 5.0% (100 -> 105, and
+// 105 -> 99.75 down) stays, both in e_divisive and in what show/check report (analyze); a minimum one step above drops it.
+TEST(HistoryChangePoints, AChangeOfExactlyTheMinimumIsKept) {
+  for (const auto& [before, after, pct] : std::vector<std::tuple<double, double, double>>{{100.0, 105.0, 5.0}, {105.0, 99.75, -5.0}}) {
+    const auto values = step_values(20, 10, before, after);
+    history::Series series{kStep, "cpu", "host-a", {}};
+    for (size_t i = 0; i < values.size(); ++i) {
+      history::Point p;
+      p.commit = fmt::format("c{:04}", i);
+      p.median_ms = values[i];
+      series.points.push_back(p);
+    }
+    const auto changes_with = [&](double min_change_pct) {
+      history::ChangePointOptions options;
+      options.min_change_pct = min_change_pct;
+      const auto found = history::e_divisive(values, options);
+      const auto reports = history::analyze({series}, options);
+      EXPECT_EQ(reports.at(0).changes.size(), found.size()) << min_change_pct;
+      return reports.at(0).changes;
+    };
+    const auto at = changes_with(5.0);
+    ASSERT_EQ(at.size(), 1u) << before << " -> " << after;
+    EXPECT_EQ(at[0].index, 10u);
+    EXPECT_EQ(at[0].change_pct, pct);
+    EXPECT_EQ(changes_with(std::nextafter(5.0, 0.0)).size(), 1u);
+    EXPECT_TRUE(changes_with(std::nextafter(5.0, 10.0)).empty()) << before << " -> " << after;
+  }
 }
 
 // ---- show and check ----

@@ -15,7 +15,6 @@
 #include "test_util.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/io.h"
-#include "torchprobe/units.h"
 
 #include <sys/stat.h>
 
@@ -93,6 +92,29 @@ TEST(MaxBatchSearch, AGoodPredictionEndsInTwoTrialsAndABadOneCostsAtMostTwoMore)
   }
 }
 
+// "Stop when (failing - fitting) <= tolerance * fitting": from start 8 with the boundary at 9, the bracket narrows
+// 8..16, 8..12, 8..10; at 8..10 the gap is 2 = 0.25 * 8 exactly, so tolerance 0.25 stops there (largest 8) and a
+// tolerance one step smaller bisects once more (largest 9).
+TEST(MaxBatchSearch, StopsWhenTheGapIsExactlyTheTolerance) {
+  const auto search = [](double tolerance) {
+    dx::SearchOptions options;
+    options.start = 8;
+    options.tolerance = tolerance;
+    return dx::find_max_batch(oracle(9), options);
+  };
+  for (const double tolerance : {0.25, std::nextafter(0.25, 1.0)}) {
+    const auto at = search(tolerance);
+    EXPECT_EQ(at.largest, 8) << tolerance;
+    EXPECT_EQ(at.smallest_failing, 10) << tolerance;
+    EXPECT_EQ(at.doubling_trials, 2) << tolerance;
+    EXPECT_EQ(at.bisection_trials, 2) << tolerance;
+  }
+  const auto tighter = search(std::nextafter(0.25, 0.0));
+  EXPECT_EQ(tighter.largest, 9);
+  EXPECT_EQ(tighter.smallest_failing, 10);
+  EXPECT_EQ(tighter.bisection_trials, 3);
+}
+
 TEST(MaxBatchSearch, NothingFitsOrEverythingFits) {
   const auto none = dx::find_max_batch(oracle(0));
   EXPECT_EQ(none.largest, 0);
@@ -152,21 +174,6 @@ TEST(OomMessages, NumbersOfLibTorch2AndOneThirteenAndTheCpu) {
   const auto cpu = dx::parse_oom("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes.");
   EXPECT_EQ(*cpu.requested, 1099511627776LL);
   EXPECT_FALSE(cpu.total.has_value());
-}
-
-TEST(Units, ByteSizesReadOneWayEverywhere) {
-  namespace units = torchprobe::units;
-  EXPECT_EQ(units::parse_bytes("512 KiB"), 512 * 1024);
-  EXPECT_EQ(units::parse_bytes("2GiB"), std::int64_t{2} << 30);
-  EXPECT_EQ(units::parse_bytes("2.00 GiB"), std::int64_t{2} << 30);
-  EXPECT_EQ(units::parse_bytes("1048576"), 1048576);
-  EXPECT_EQ(units::parse_bytes("123 bytes"), 123);
-  EXPECT_EQ(units::parse_bytes("0"), 0);
-  for (const char* bad : {"lots", "", "-1", "1.", "5 MB", "2GiBs", "99999999999999999999999", "1e30", "8TiB8", "16000000TiB"}) {
-    EXPECT_FALSE(units::parse_bytes(bad).has_value()) << bad;
-  }
-  EXPECT_EQ(units::format_bytes(1.5 * (1 << 30)), "1.50 GiB");
-  EXPECT_EQ(units::format_bytes(512), "512 B");
 }
 
 TEST(OomMessages, ExplainGivesTheNumbersAndTheVerdict) {

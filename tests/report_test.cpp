@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -464,4 +466,106 @@ TEST(ReportSummary, OneSentencePerDeviceAgainstTheCpu) {
             std::string::npos) << md;
   EXPECT_NE(report::to_console_summary(set, report::ReportOptions{}).find("cuda:0 (NVIDIA H100 80GB HBM3) is 11.0x cpu"),
             std::string::npos);
+}
+
+// ---- Every documented threshold: exactly at it, and one step to each side (tests/README.md) ----
+
+namespace {
+
+// One benchmark of one repetition, with these counters.
+report::ResultSet one(const std::string& name, double ms, const std::string& counters = "") {
+  return report::parse_results(R"({"benchmarks": [{"name": ")" + name + R"(", "run_type": "iteration", "real_time": )" +
+                                   std::to_string(ms) + R"(, "time_unit": "ms")" + counters + "}]}",
+                               "one.json");
+}
+
+// A double as JSON that reads back as the same double.
+std::string exact(double value) {
+  std::ostringstream out;
+  out << std::setprecision(17) << value;
+  return out.str();
+}
+
+size_t lines_with(const std::vector<std::string>& lines, const std::string& needle) {
+  return static_cast<size_t>(std::count_if(lines.begin(), lines.end(),
+                                           [&](const std::string& l) { return l.find(needle) != std::string::npos; }));
+}
+
+}  // namespace
+
+// "Warn when a CV exceeds --noise-cv": a CV of exactly 5.0% against 5% is no warning; a threshold one step lower is.
+TEST(ReportBoundaries, NoiseWarningOnlyAboveTheThreshold) {
+  auto set = one("op/add/cpu/n:1024", 2.0);
+  set.results[0].cv_pct = 5.0;
+  set.results[0].repetitions = 5;
+  EXPECT_EQ(lines_with(report::warnings(set, 5.0), "noise threshold"), 0u);
+  EXPECT_EQ(lines_with(report::warnings(set, std::nextafter(5.0, 10.0)), "noise threshold"), 0u);
+  const auto below = report::warnings(set, std::nextafter(5.0, 0.0));
+  ASSERT_EQ(lines_with(below, "noise threshold"), 1u);
+  EXPECT_NE(below[0].find("`op/add/cpu/n:1024`: CV 5.0% over 5 repetitions exceeds the 5.0% noise threshold"), std::string::npos)
+      << below[0];
+}
+
+// "A CPU step whose time differs from the sum of its phases by more than 25%": a 4.00 ms step with phases summing to
+// 3.00 ms (or 5.00 ms) differs by 25.0% exactly: no warning, and the phase table does not say "do not add up";
+// 1 us further out, both do.
+TEST(ReportBoundaries, PhasesAddUpWithinTheToleranceInclusive) {
+  const auto step = [](double optimizer_ms) {
+    return one("train_step/net/cpu/batch:64/dtype:fp32/layout:nchw", 4.0,
+               R"(, "h2d_ms": 0.0, "forward_ms": 1.0, "loss_ms": 0.5, "backward_ms": 1.0, "optimizer_ms": )" +
+                   std::to_string(optimizer_ms));
+  };
+  const auto judged = [&](double optimizer_ms, bool expect_warning) {
+    const auto set = step(optimizer_ms);
+    const std::string what = "optimizer " + std::to_string(optimizer_ms) + " ms";
+    EXPECT_EQ(lines_with(report::warnings(set, 5.0), "phases add up to"), expect_warning ? 1u : 0u) << what;
+    const std::string markdown = report::to_markdown(set, report::make_charts(set), report::ReportOptions{});
+    EXPECT_EQ(markdown.find("(do not add up") != std::string::npos, expect_warning) << what;
+  };
+  ASSERT_EQ(report::kPhaseSumTolerance, 0.25);
+  judged(0.5, false);    // sum 3.000: -25.0% exactly
+  judged(0.499, true);   // sum 2.999
+  judged(0.501, false);  // sum 3.001
+  judged(2.5, false);    // sum 5.000: +25.0% exactly
+  judged(2.501, true);   // sum 5.001
+  judged(2.499, false);
+}
+
+// A figure above 100% of its roof carries a label; exactly 100% does not (it is a plain measurement at the roof).
+TEST(ReportBoundaries, RoofAndMfuLabelsOnlyAbove100Percent) {
+  const double above = std::nextafter(100.0, 200.0), below = std::nextafter(100.0, 0.0);
+  for (const std::string bound : {"compute", "memory"}) {
+    EXPECT_EQ(torchprobe::roof_label(100.0, bound), "") << bound;
+    EXPECT_EQ(torchprobe::roof_label(below, bound), "") << bound;
+    EXPECT_EQ(torchprobe::roof_label(above, bound), bound == "memory" ? "cache-resident" : "effective");
+  }
+  EXPECT_EQ(torchprobe::roof_label(std::nan(""), "compute"), "");
+  // The MFU of a training step: its label and its warning line.
+  const auto mfu = [](double pct) {
+    return one("train_step/net/cpu/batch:64/dtype:fp32/layout:nchw", 4.0, R"(, "mfu_pct": )" + exact(pct));
+  };
+  EXPECT_EQ(report::mfu_label(mfu(100.0).results[0]), "");
+  EXPECT_EQ(lines_with(report::warnings(mfu(100.0), 5.0), "above the compute roof"), 0u);
+  EXPECT_EQ(report::mfu_label(mfu(above).results[0]), "effective");
+  EXPECT_EQ(lines_with(report::warnings(mfu(above), 5.0), "above the compute roof"), 1u);
+  EXPECT_EQ(report::mfu_label(mfu(below).results[0]), "");
+  // An op at exactly its roof: 1000 GFLOP/s against a 1000 GFLOP/s roof, labelled neither way.
+  const auto at_roof = torchprobe::roofline(/*flops=*/1e12, /*bytes=*/1e9, /*seconds=*/1.0, 1000.0, 100.0);
+  EXPECT_EQ(at_roof.bound, "compute");
+  EXPECT_DOUBLE_EQ(at_roof.pct_of_roof, 100.0);
+  EXPECT_EQ(at_roof.label, "");
+}
+
+// The ridge point (intensity = peak FLOP/s / peak bytes/s) is compute-bound; just below it, memory-bound; the share
+// of the roof is the same on both sides (the two roofs meet there).
+TEST(ReportBoundaries, TheRidgePointIsComputeBound) {
+  // Roofs 1000 GFLOP/s and 100 GB/s: the ridge is at 10 FLOP/byte.
+  const auto at = torchprobe::roofline(/*flops=*/10e9, /*bytes=*/1e9, /*seconds=*/1.0, 1000.0, 100.0);
+  EXPECT_EQ(at.intensity, 10.0);
+  EXPECT_EQ(at.bound, "compute");
+  EXPECT_DOUBLE_EQ(at.pct_of_roof, 1.0);
+  const auto under = torchprobe::roofline(std::nextafter(10e9, 0.0), 1e9, 1.0, 1000.0, 100.0);
+  EXPECT_EQ(under.bound, "memory");
+  EXPECT_DOUBLE_EQ(under.pct_of_roof, 1.0);
+  EXPECT_EQ(torchprobe::roofline(std::nextafter(10e9, 1e12), 1e9, 1.0, 1000.0, 100.0).bound, "compute");
 }

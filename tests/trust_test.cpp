@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 using namespace torchprobe;
 
@@ -62,4 +65,49 @@ TEST(Trust, WarningsTravelAsJson) {
   EXPECT_EQ(doc[0]["code"], "cpu_governor");
   EXPECT_EQ(doc[1]["message"], "quote \" and backslash \\");
   EXPECT_EQ(trust::warnings_json({}), "[]");
+}
+
+// ---- Every threshold: exactly at it, and one step to each side (tests/README.md) ----
+
+// A process is busy from 10% of a core; the busy ones together warn from 25%: both inclusive.
+TEST(Trust, BusyProcessesWarnFromTheirThresholdsInclusive) {
+  ASSERT_EQ(trust::kBusyProcessPct, 10.0);
+  ASSERT_EQ(trust::kBusyTotalPct, 25.0);
+  const auto warns = [](const std::vector<double>& pcts) {
+    std::vector<trust::BusyProcess> busy;
+    for (size_t i = 0; i < pcts.size(); ++i) busy.push_back({static_cast<int>(100 + i), "p" + std::to_string(i), pcts[i]});
+    const auto w = trust::busy_warning(busy, /*cores=*/2);
+    EXPECT_EQ(w.code.empty(), w.message.empty());
+    return !w.code.empty();
+  };
+  EXPECT_TRUE(warns({25.0}));
+  EXPECT_FALSE(warns({std::nextafter(25.0, 0.0)}));
+  EXPECT_TRUE(warns({std::nextafter(25.0, 100.0)}));
+  EXPECT_TRUE(warns({15.0, 10.0}));                          // 10% counts: 25% in total
+  EXPECT_FALSE(warns({15.0, std::nextafter(10.0, 0.0)}));   // just under 10% does not: 15%
+  EXPECT_FALSE(warns({9.0, 9.0, 9.0}));                      // 27% of idle noise is no busy process
+  EXPECT_FALSE(warns({}));
+  const auto w = trust::busy_warning({{4242, "cc1plus", 98.0}}, /*cores=*/2);
+  EXPECT_EQ(w.code, "busy_processes");
+  EXPECT_NE(w.message.find("(98% of a core in total on 2 cores: cc1plus (pid 4242, 98%); load average"), std::string::npos)
+      << w.message;
+}
+
+// "More LibTorch threads than cores": as many threads as cores is fine; one more warns.
+TEST(Trust, MoreThreadsThanCoresWarnsOnlyAboveTheCoreCount) {
+  const auto warning_for = [](int threads, int cores) {
+    ThreadSetup setup;
+    setup.intra_op = threads;
+    setup.cores = cores;
+    for (const auto& w : trust::threading_warnings(setup)) {
+      if (w.code == "threads_exceed_cores") return w.message;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(warning_for(4, 4), "");
+  EXPECT_EQ(warning_for(3, 4), "");
+  EXPECT_NE(warning_for(5, 4).find("5 LibTorch threads on 4 cores"), std::string::npos) << warning_for(5, 4);
+  EXPECT_NE(warning_for(5, 4).find("use --threads 4 or fewer"), std::string::npos);
+  EXPECT_EQ(warning_for(1, 1), "");
+  EXPECT_NE(warning_for(2, 1).find("2 LibTorch threads on 1 core:"), std::string::npos) << warning_for(2, 1);
 }

@@ -117,22 +117,25 @@ std::vector<BusyProcess> busy_processes(double window_s, double min_cpu_pct) {
   return busy;
 }
 
-std::vector<Warning> host_warnings(const ThreadSetup& threads, double window_s) {
-  std::vector<Warning> out;
-  const auto busy = busy_processes(window_s, /*min_cpu_pct=*/10.0);
+Warning busy_warning(const std::vector<BusyProcess>& busy, int cores) {
   double total = 0.0;
   std::string list;
   for (const auto& p : busy) {
+    if (!(p.cpu_pct >= kBusyProcessPct)) continue;
     total += p.cpu_pct;
     if (list.size() < 200) list += fmt::format("{}{} (pid {}, {:.0f}%)", list.empty() ? "" : ", ", p.command, p.pid, p.cpu_pct);
   }
-  if (total >= 25.0) {
-    out.push_back({"busy_processes", fmt::format("other processes were busy when the run started ({:.0f}% of a core in total on "
-                                                 "{} core{}: {}; load average {}): they take cores from the benchmark, "
-                                                 "so figures are low and noisy; run on a quiet host",
-                                                 total, threads.cores, threads.cores == 1 ? "" : "s", list,
-                                                 read_line("/proc/loadavg").substr(0, 14))});
-  }
+  if (!(total >= kBusyTotalPct)) return {};
+  return {"busy_processes", fmt::format("other processes were busy when the run started ({:.0f}% of a core in total on "
+                                        "{} core{}: {}; load average {}): they take cores from the benchmark, "
+                                        "so figures are low and noisy; run on a quiet host",
+                                        total, cores, cores == 1 ? "" : "s", list, read_line("/proc/loadavg").substr(0, 14))};
+}
+
+std::vector<Warning> host_warnings(const ThreadSetup& threads, double window_s) {
+  std::vector<Warning> out;
+  Warning busy = busy_warning(busy_processes(window_s, kBusyProcessPct), threads.cores);
+  if (!busy.code.empty()) out.push_back(std::move(busy));
   std::set<std::string> governors;
   for (int cpu = 0; cpu < threads.cores; ++cpu) {
     const std::string g = read_line(fmt::format("/sys/devices/system/cpu/cpu{}/cpufreq/scaling_governor", cpu));

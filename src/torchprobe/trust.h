@@ -27,6 +27,14 @@ struct BusyProcess {
 /// `window_s` seconds, busiest first (from /proc/<pid>/stat).
 std::vector<BusyProcess> busy_processes(double window_s, double min_cpu_pct);
 
+/// A process counts as busy from this share of one core over the sampling window (%).
+constexpr double kBusyProcessPct = 10.0;
+/// The busy processes together, from this share of one core on, make the busy_processes warning (%).
+constexpr double kBusyTotalPct = 25.0;
+/// The busy_processes warning for what busy_processes() found on a host of `cores` cores: the processes at or above
+/// kBusyProcessPct, when together they reach kBusyTotalPct; "" (an empty code) otherwise.
+Warning busy_warning(const std::vector<BusyProcess>& busy, int cores);
+
 /// The checks of the host at the start of a run: other busy processes (sampled for `window_s`),
 /// the CPU frequency governor where sysfs shows it, more threads than cores, a BLAS thread pool
 /// beside LibTorch's, the reference BLAS, and a torchprobe built without NDEBUG.

@@ -7,7 +7,9 @@
 namespace torchprobe::units {
 
 /// "2GiB", "512 MiB", "2.00 GiB", "64KiB", "1TiB", "123 bytes", "123B" or a plain byte count "1048576"
-/// -> bytes; std::nullopt for anything else, a negative value, or one beyond 2^63.
+/// -> bytes (binary units only, case as written; spaces around the number and unit allowed); std::nullopt
+/// for anything else (KB, MB, kib, K, 1e3, 1., .5, a sign), or a size of 2^63 bytes or more. Whole
+/// numbers are exact up to 2^63 - 1; decimals are rounded to the nearest byte.
 std::optional<std::int64_t> parse_bytes(const std::string& text);
 
 /// "1.50 GiB", "12.0 MiB", "3.0 KiB", "512 B".

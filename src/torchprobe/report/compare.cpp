@@ -102,7 +102,7 @@ void judge(Comparison& c, const Result& base, const Result& cur, const CompareOp
     c.test = "Mann-Whitney U";
     c.p = mann_whitney_u(cur.samples_ms, base.samples_ms).p;
     c.min_p = mann_whitney_min_p(base.samples_ms.size(), cur.samples_ms.size());
-    tested = c.min_p <= options.alpha;
+    tested = c.min_p < options.alpha;  // a smallest p equal to alpha can never be below it
     if (!tested) {
       notes.push_back(fmt::format("{}+{} repetitions cannot reach p < {} (the smallest p they can give is {:.2g}); use >= 4 "
                                   "on each side",

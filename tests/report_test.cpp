@@ -443,6 +443,24 @@ TEST(ReportDatasheet, RoofsAndMfuBesideTheDatasheet) {
   EXPECT_NE(vmd.find("| 25.0% | 20.0% | 1.00x |"), std::string::npos) << vmd;  // fp32 on a GPU: against TF32's 494.7
 }
 
+TEST(ReportBoundaries, AboveTheDatasheetOnlyAbove100Percent) {
+  // An H100 SXM's dense bf16 figure is 989.4 TFLOP/s: a measured roof exactly at it is 100.0% and unlabelled;
+  // a hair above is labelled.
+  const auto share_row = [](double measured_gflop) {
+    const std::string json = R"({"context": {"host_name": "h", "inventory": "{\"cuda\": {\"devices\": [{\"device\": \"cuda:0\", \"name\": \"NVIDIA H100 80GB HBM3\"}]}}"}, "benchmarks": [
+      {"name": "op/matmul/cuda:0/n:8192/dtype:bf16/manual_time", "run_type": "iteration", "iterations": 10, "real_time": 2.0,
+        "time_unit": "ms", "flops": 1.099511627776e12, "bytes": 402653184, "peak_gb_per_s": 3000, "peak_gflop_per_s": )" +
+                             std::to_string(measured_gflop) + "}]}";
+    const std::string md = report::to_markdown(report::parse_results(json, "d.json"), {}, report::ReportOptions{});
+    const size_t at = md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | bf16");
+    return at == std::string::npos ? md : md.substr(at, md.find('\n', at) - at);
+  };
+  EXPECT_EQ(share_row(989400.0), "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 989 TFLOP/s | 989 TFLOP/s | 100.0% |");
+  EXPECT_EQ(share_row(989500.0),
+            "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 990 TFLOP/s | 989 TFLOP/s | 100.0% (above the datasheet) |");
+  EXPECT_EQ(share_row(989300.0), "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 989 TFLOP/s | 989 TFLOP/s | 100.0% |");
+}
+
 TEST(ReportLabels, TwoMachinesWithOneHostNameAreToldApartByTheirPart) {
   const auto run = [](const std::string& gpu, const std::string& ms) {
     return R"({"context": {"host_name": "vm", "inventory": "{\"cuda\": {\"devices\": [{\"device\": \"cuda:0\", \"name\": \")" + gpu +

@@ -27,6 +27,9 @@ TORCHPROBE_DEBS=(cmake ninja-build g++ libbenchmark-dev libgtest-dev
 TORCHPROBE_BLAS_DEBS=(libopenblas0-openmp libopenblas0-pthread)
 # The multi-node test's simulated hosts: network namespaces and a veth pair (ip), own host names (unshare).
 TORCHPROBE_DEBS+=(iproute2 util-linux)
+# The hostile-input tables: the sqlite3 shell (a locked or altered history database), python3 (text planted in
+# results files, a socket), iconv (UTF-16 logs, libc-bin).
+TORCHPROBE_DEBS+=(sqlite3 python3)
 
 tp_log() { echo "torchprobe: $*" >&2; }
 

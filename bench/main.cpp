@@ -299,8 +299,9 @@ int main(int argc, char** argv) {
       "Google Benchmark's own flags work as usual, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
       "--benchmark_min_time=SECONDS, --benchmark_list_tests. --benchmark_out=FILE (--benchmark_out_format=json,\n"
       "csv or console) is rewritten after every finished benchmark and always holds a complete document (a device,\n"
-      "a pipe or /dev/stdout gets it once, at the end); a run that finishes nothing leaves it untouched. SIGINT/SIGTERM: the current sample finishes, the finished\n"
-      "benchmarks are kept, exit 130/143 (a second signal stops at once).");
+      "a pipe or /dev/stdout gets it once, at the end); a run that finishes nothing leaves it untouched.\n"
+      "SIGINT/SIGTERM: the current sample finishes, the finished benchmarks are kept, exit 130/143 (a second\n"
+      "signal stops at once).");
   // A flag given twice: the last one wins (scripts/run.sh passes the suite's defaults first, the caller's flags after).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--devices", flags.devices, "cpu, cuda, cuda:N or all, comma-separated")->capture_default_str();

@@ -150,12 +150,12 @@ void write_and_close(int fd, const std::string& temporary, const std::string& pa
     unlink(temporary.c_str());
     throw WriteError(fmt::format("cannot write {}: {}: {}", path, what, std::strerror(saved)));
   };
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write", errno);
-    if (n == 0) fail("write", EIO);
-    done += static_cast<size_t>(n);
+  try {
+    write_all(fd, path, text);
+  } catch (const WriteError&) {
+    close(fd);
+    unlink(temporary.c_str());
+    throw;
   }
   if (fsync(fd) != 0) fail("fsync", errno);
   // mkstemp makes the file 0600; give it the usual permissions a plain write would.

@@ -51,7 +51,8 @@ fi
 bench="$build/bench/torchprobe-bench"
 out_dir="${TORCHPROBE_PROFILE_OUT:-$TORCHPROBE_ROOT/reports/profile}"
 mkdir -p "$out_dir"
-stamp="$(date +%Y%m%d-%H%M%S)"
+# The process id keeps two profiles started in the same second (two CI jobs, two terminals) apart.
+stamp="$(date +%Y%m%d-%H%M%S)-$$"
 cuda_build=0
 # Into a variable first: with pipefail, `grep -q` closing the pipe early could fail the pipeline on a CUDA build.
 inventory="$("$build/src/torchprobe" devices --json)"

@@ -9,6 +9,7 @@
 
 #include "torchprobe/interrupt.h"
 #include "torchprobe/io.h"
+#include "torchprobe/strings.h"
 #include "torchprobe/subprocess.h"
 #include "torchprobe/temp_dir.h"
 
@@ -18,12 +19,6 @@ namespace {
 constexpr size_t kTailBytes = 16 * 1024;
 
 std::string json_string(const std::string& text) { return "\"" + json_escape(text) + "\""; }
-
-std::string trim(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
 
 }  // namespace
 

@@ -72,10 +72,7 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
     state.counters["flop_per_byte"] = point.intensity;
     state.counters["peak_gflop_per_s"] = peak_flops;
     // What the compute roof is made of, so a reader can see which backend (or the theory) set it.
-    state.counters["roof_gemm_gflop_per_s"] = peak.gemm_gflop_per_s;
-    state.counters["roof_conv_gflop_per_s"] = peak.conv_gflop_per_s;
-    if (peak.theoretical_gflop_per_s > 0) state.counters["roof_theoretical_gflop_per_s"] = peak.theoretical_gflop_per_s;
-    if (peak.theoretical_suspect) state.counters["roof_theoretical_suspect"] = 1.0;
+    for (const auto& [key, value] : ops::roof_counters(peak)) state.counters[key] = value;
   }
   if (c.bandwidth_roof) state.counters["peak_gb_per_s"] = peak_bytes;
   if (std::isfinite(point.pct_of_roof)) state.counters["pct_of_roof"] = point.pct_of_roof;

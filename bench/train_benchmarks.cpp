@@ -42,8 +42,8 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   if (config.batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", config.batch_size));
   const torch::Device device = config.device;
   const TrainVariant& variant = config.variant;
-  // The roof for the model-FLOPs utilisation: the measured GEMM peak at the precision the
-  // convolutions run in (fp32 on the CPU; TF32 on GPUs where LibTorch lets cuDNN use it, its default).
+  // The roof for the model-FLOPs utilisation: the compute roof at the precision the convolutions run in
+  // (fp32 or bf16 on the CPU; TF32 on GPUs where LibTorch lets cuDNN use it, its default).
   std::optional<ops::DType> peak_dtype;
   switch (variant.precision) {
     case train::Precision::kFp32:
@@ -52,9 +52,10 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
     case train::Precision::kBf16: peak_dtype = ops::DType::kBf16; break;
     case train::Precision::kFp16: peak_dtype = ops::DType::kFp16; break;
   }
-  const auto supported = ops::supported_dtypes(device);
+  const auto supported = ops::roof_dtypes(device);
   if (std::find(supported.begin(), supported.end(), *peak_dtype) == supported.end()) peak_dtype.reset();
-  const double peak_flop_per_s = peak_dtype ? ops::measured_peak(device, *peak_dtype).gflop_per_s * 1e9 : NAN;
+  const std::optional<ops::Peak> peak = peak_dtype ? std::optional(ops::measured_peak(device, *peak_dtype)) : std::nullopt;
+  const double peak_flop_per_s = peak ? peak->gflop_per_s * 1e9 : NAN;
 
   backend::reset_peak_memory(device);
   torch::manual_seed(0);
@@ -101,6 +102,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
   state.counters["model_tflop_per_s"] = benchmark::Counter(iterations * flop_per_step / 1e12, benchmark::Counter::kIsRate);
   if (std::isfinite(peak_flop_per_s)) {
     state.counters["peak_tflop_per_s"] = peak_flop_per_s / 1e12;
+    for (const auto& [key, value] : ops::roof_counters(*peak)) state.counters[key] = value;
     // A plain value, not a rate counter: the console would print a percentage as "0.83/s".
     if (total_ms > 0.0) state.counters["mfu_pct"] = 100.0 * iterations * flop_per_step / (total_ms / 1e3) / peak_flop_per_s;
   }

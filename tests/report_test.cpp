@@ -267,6 +267,33 @@ TEST(ReportViews, WarningsNameNoisyAndFailedBenchmarks) {
   EXPECT_EQ(report::warnings(fixture(), /*noise_cv_pct=*/10.0).size(), 1u);
 }
 
+// The CPU's bf16 roof appears in the Roofs table from the training steps that used it (the CPU's ops run in
+// fp32 only), with its parts: the best GEMM/conv and cores x MHz x FLOP/cycle; a GPU's training roofs do not
+// add rows (its fp32 steps use TF32's roof, which its ops list).
+TEST(ReportRoofs, TheCpuBf16RoofComesFromItsTrainingStepsWithItsParts) {
+  const std::string json = R"({"benchmarks": [
+    {"name": "train_step/resnet18/cpu/batch:64/dtype:bf16/layout:cl/manual_time", "run_type": "iteration",
+     "real_time": 500, "time_unit": "ms", "images_per_s": 128, "peak_tflop_per_s": 0.371, "mfu_pct": 40,
+     "roof_gemm_gflop_per_s": 180, "roof_conv_gflop_per_s": 210, "roof_theoretical_gflop_per_s": 371,
+     "roof_theoretical_cores": 2, "roof_theoretical_clock_mhz": 2900, "roof_theoretical_flop_per_cycle": 64},
+    {"name": "train_step/resnet18/cuda:0/batch:64/dtype:fp32/layout:nchw/cudnn:off/graph:off/manual_time",
+     "run_type": "iteration", "real_time": 5, "time_unit": "ms", "images_per_s": 12800, "peak_tflop_per_s": 400}]})";
+  const auto rows = report::peak_rows(report::parse_results(json, "bf16.json"));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].device_label, "cpu");
+  EXPECT_EQ(rows[0].what, "bf16");
+  EXPECT_DOUBLE_EQ(rows[0].measured, 371.0);
+  EXPECT_DOUBLE_EQ(rows[0].kernels, 210.0);
+  EXPECT_DOUBLE_EQ(rows[0].theoretical, 371.0);
+  EXPECT_EQ(rows[0].cores, 2.0);
+  EXPECT_EQ(rows[0].clock_mhz, 2900.0);
+  EXPECT_EQ(rows[0].flop_per_cycle, 64.0);
+  EXPECT_FALSE(rows[0].suspect);
+  const auto set = report::parse_results(json, "bf16.json");
+  const std::string md = report::to_markdown(set, report::make_charts(set), report::ReportOptions{});
+  EXPECT_NE(md.find("| cpu | - | bf16 | 371 GFLOP/s | 210 GFLOP/s | 371 GFLOP/s (2 x 2900 x 64) | - | - |"), std::string::npos) << md;
+}
+
 // Golden files: regenerate with `torchprobe report tests/fixtures/report/results.json --out DIR` and review the diff.
 TEST(ReportGolden, CsvMatchesTheExpectedFile) {
   EXPECT_EQ(report::to_csv(fixture()), torchprobe::io::read_text_file(kFixtures + "/expected/results.csv"));
@@ -425,9 +452,9 @@ TEST(ReportDatasheet, RoofsAndMfuBesideTheDatasheet) {
   EXPECT_DOUBLE_EQ(row->datasheet, 989400.0);
   const std::string md = report::to_markdown(set, {}, report::ReportOptions{});
   EXPECT_NE(md.find("## Roofs: measured and datasheet"), std::string::npos) << md;
-  EXPECT_NE(md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 800 TFLOP/s | 989 TFLOP/s | 80.9% |"),
+  EXPECT_NE(md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 | 800 TFLOP/s | - | - | 989 TFLOP/s | 80.9% |"),
             std::string::npos) << md;
-  EXPECT_NE(md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | memory (STREAM triad) | 3000 GB/s | 3350 GB/s | 89.6% |"),
+  EXPECT_NE(md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | memory (STREAM triad) | 3000 GB/s | - | - | 3350 GB/s | 89.6% |"),
             std::string::npos) << md;
 
   // A training step's MFU against the datasheet: bf16 at 296.8 model TFLOP/s on an H100 SXM is 30.0% of 989.4.
@@ -455,10 +482,10 @@ TEST(ReportBoundaries, AboveTheDatasheetOnlyAbove100Percent) {
     const size_t at = md.find("| cuda:0 | NVIDIA H100 80GB HBM3 | bf16");
     return at == std::string::npos ? md : md.substr(at, md.find('\n', at) - at);
   };
-  EXPECT_EQ(share_row(989400.0), "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 989 TFLOP/s | 989 TFLOP/s | 100.0% |");
+  EXPECT_EQ(share_row(989400.0), "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 | 989 TFLOP/s | - | - | 989 TFLOP/s | 100.0% |");
   EXPECT_EQ(share_row(989500.0),
-            "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 990 TFLOP/s | 989 TFLOP/s | 100.0% (above the datasheet) |");
-  EXPECT_EQ(share_row(989300.0), "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 GEMM/conv | 989 TFLOP/s | 989 TFLOP/s | 100.0% |");
+            "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 | 990 TFLOP/s | - | - | 989 TFLOP/s | 100.0% (above the datasheet) |");
+  EXPECT_EQ(share_row(989300.0), "| cuda:0 | NVIDIA H100 80GB HBM3 | bf16 | 989 TFLOP/s | - | - | 989 TFLOP/s | 100.0% |");
 }
 
 TEST(ReportLabels, TwoMachinesWithOneHostNameAreToldApartByTheirPart) {

@@ -7,16 +7,10 @@
 
 #include "torchprobe/backend.h"
 #include "torchprobe/error.h"
+#include "torchprobe/strings.h"
 
 namespace torchprobe {
 namespace {
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
 
 std::string describe_cuda_devices(int count) {
   if (count == 0) {

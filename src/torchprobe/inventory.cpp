@@ -1,5 +1,6 @@
 #include "torchprobe/inventory.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <ATen/Version.h>
@@ -14,23 +15,11 @@
 #include <sstream>
 
 #include "torchprobe/config.h"
+#include "torchprobe/strings.h"
 #include "torchprobe/trust.h"
 
 namespace torchprobe {
 namespace {
-
-// The ISA flags that set a CPU's peak FLOP rate (ops/peaks.cpp) or that users ask about.
-const std::vector<std::string> kKnownFlags = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16",
-                                              "avx512_vnni", "amx_bf16", "amx_tile", "amx_int8",
-                                              // Arm (/proc/cpuinfo "Features"): NEON, SVE, SVE2, bf16 dot products
-                                              "asimd", "sve", "sve2", "bf16"};
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
 
 // A "key: value" line of at::show_config(), e.g. "CPU capability usage: AVX2".
 std::string show_config_line(const std::string& key) {
@@ -46,100 +35,34 @@ std::string host_name() {
   return gethostname(buf, sizeof(buf) - 1) == 0 ? std::string(buf) : "unknown";
 }
 
-int to_int(const std::string& text) {
-  try {
-    return std::stoi(text);
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
 }  // namespace
 
-bool CpuInfo::has_flag(const std::string& flag) const {
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
-std::string cpu_isa(const CpuInfo& cpu) {
-  const auto has = [&](const char* f) { return cpu.has_flag(f); };
-  std::vector<std::string> extras;
-  std::string base;
-  if (has("avx512f")) {
-    base = "AVX-512";
-    for (const auto& [flag, name] : {std::pair{"avx512_vnni", "VNNI"}, {"avx512_bf16", "BF16"}, {"avx512_fp16", "FP16"}}) {
-      if (has(flag)) extras.emplace_back(name);
-    }
-  } else if (has("avx2")) {
-    base = has("fma") ? "AVX2+FMA" : "AVX2";
-  } else if (has("avx")) {
-    base = "AVX";
-  } else if (has("sse4_2")) {
-    base = "SSE4.2";
-  } else if (has("sve2") || has("sve")) {
-    base = has("sve2") ? "SVE2" : "SVE";
-    if (has("bf16")) extras.emplace_back("BF16");
-  } else if (has("asimd")) {
-    base = "NEON";
-    if (has("bf16")) extras.emplace_back("BF16");
-  } else {
-    return "unknown";
-  }
-  std::string out = base;
-  if (!extras.empty()) {
-    out += " (";
-    for (size_t i = 0; i < extras.size(); ++i) out += (i ? ", " : "") + extras[i];
-    out += ")";
-  }
-  if (has("amx_bf16") || has("amx_int8")) out += has("amx_bf16") ? " + AMX-BF16" : " + AMX-INT8";
-  return out;
-}
-
-std::string isa_gap_warning(const CpuInfo& cpu) {
-  const bool avx512_kernels = cpu.vector_isa.rfind("AVX512", 0) == 0;
-  if (!cpu.has_flag("avx512f") || avx512_kernels || cpu.vector_isa.empty()) return "";
-  return fmt::format("this CPU has {} but LibTorch's own CPU kernels run at {} (the build's or ATEN_CPU_CAPABILITY's "
-                     "limit; Debian's 1.13 stops at AVX2): its vectorised ops leave width unused, while oneDNN and the "
-                     "BLAS pick their own ISA",
-                     cpu_isa(cpu), cpu.vector_isa);
-}
-
 CpuInfo read_cpu_info() {
-  CpuInfo cpu;
-  cpu.model = "unknown";
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  bool first_flags = true;
-  while (std::getline(in, line)) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
-    if (key == "model name" && cpu.model == "unknown") cpu.model = value;
-    if (key == "vendor_id" && cpu.vendor.empty()) cpu.vendor = value;
-    if (key == "cpu family" && cpu.family == 0) cpu.family = to_int(value);
-    if (key == "model" && cpu.model_number == 0) cpu.model_number = to_int(value);
-    if (key == "cpu MHz") {
-      try {
-        cpu.max_clock_mhz = std::max(cpu.max_clock_mhz, std::stod(value));
-        cpu.clock_source = "/proc/cpuinfo cpu MHz";
-      } catch (const std::exception&) {
-      }
-    }
-    if ((key == "flags" || key == "Features") && first_flags) {
-      first_flags = false;
-      std::istringstream words(value);
-      for (std::string w; words >> w;) {
-        if (std::find(kKnownFlags.begin(), kKnownFlags.end(), w) != kKnownFlags.end()) cpu.flags.push_back(w);
-      }
-    }
-  }
-  // cpufreq knows the real maximum (turbo included); VMs often lack it and report the nominal clock.
+  std::ostringstream text;
+  text << in.rdbuf();
+  CpuInfo cpu = parse_cpu_info(text.str());
+  // cpufreq knows the real maximum (turbo included); VMs often lack it and list the nominal clock as "cpu MHz",
+  // where CPUID leaf 0x16 may still state the maximum.
   std::ifstream max_freq("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   double khz = 0.0;
   if (max_freq >> khz && khz > 0.0) {
     cpu.max_clock_mhz = khz / 1e3;
     cpu.clock_source = "cpufreq cpuinfo_max_freq";
+  } else if (const double mhz = cpuid_max_clock_mhz(); mhz > cpu.max_clock_mhz) {
+    cpu.max_clock_mhz = mhz;
+    cpu.clock_source = "CPUID leaf 0x16";
   }
   cpu.logical_cores = available_cores();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    std::vector<int> allowed;
+    for (int i = 0; i < CPU_SETSIZE; ++i) {
+      if (CPU_ISSET(i, &set)) allowed.push_back(i);
+    }
+    cpu.physical_cores = physical_cores(allowed);
+  }
   cpu.vector_isa = show_config_line("CPU capability usage:");
   return cpu;
 }
@@ -185,12 +108,16 @@ std::string inventory_json(const Inventory& inv, int indent) {
         {"family", inv.cpu.family},
         {"model_number", inv.cpu.model_number},
         {"logical_cores", inv.cpu.logical_cores},
+        {"physical_cores", inv.cpu.physical_cores},
         {"max_clock_mhz", inv.cpu.max_clock_mhz},
         {"clock_source", inv.cpu.clock_source},
         {"flags", inv.cpu.flags},
         {"torch_threads", inv.threads.intra_op},
         {"vector_isa", inv.cpu.vector_isa},
-        {"isa", cpu_isa(inv.cpu)}}},
+        {"isa", cpu_isa(inv.cpu)},
+        {"core", core_flops(inv.cpu).core},
+        {"flop_per_cycle",
+         {{"fp32", core_flops(inv.cpu).fp32}, {"bf16", core_flops(inv.cpu).bf16}, {"fp16", core_flops(inv.cpu).fp16}}}}},
       {"threads",
        {{"intra_op", inv.threads.intra_op},
         {"inter_op", inv.threads.inter_op},
@@ -235,7 +162,16 @@ std::string inventory_text(const Inventory& inv) {
   row("cuDNN", inv.cudnn_usable ? "usable (version " + inv.cudnn_version + ")" : "not usable");
   out += "cpu\n";
   row("model", inv.cpu.model);
-  row("logical cores", std::to_string(inv.cpu.logical_cores));
+  row("logical cores", inv.cpu.physical_cores > 0 && inv.cpu.physical_cores != inv.cpu.logical_cores
+                           ? fmt::format("{} ({} physical: SMT threads share a core's units)", inv.cpu.logical_cores,
+                                         inv.cpu.physical_cores)
+                           : std::to_string(inv.cpu.logical_cores));
+  const CoreFlops flops = core_flops(inv.cpu);
+  row("core", flops.core.empty() ? "unknown micro-architecture" : flops.core);
+  row("FLOP/cycle/core", flops.fp32 == 0.0 ? "unknown"
+                         : fmt::format("fp32 {:g} ({}){}{}", flops.fp32, flops.fp32_unit,
+                                       flops.bf16 > 0 ? fmt::format("; bf16 {:g} ({})", flops.bf16, flops.bf16_unit) : "",
+                                       flops.fp16 > 0 ? fmt::format("; fp16 {:g} ({})", flops.fp16, flops.fp16_unit) : ""));
   if (inv.cpu.max_clock_mhz > 0) row("clock", fmt::format("{:.0f} MHz ({})", inv.cpu.max_clock_mhz, inv.cpu.clock_source));
   row("CPU ISA", cpu_isa(inv.cpu));
   row("LibTorch kernels", inv.cpu.vector_isa.empty() ? "unknown" : inv.cpu.vector_isa + " (ATen's CPU capability)");

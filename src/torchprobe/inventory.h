@@ -5,28 +5,13 @@
 
 #include "torchprobe/backend.h"
 #include "torchprobe/blas.h"
+#include "torchprobe/cpu.h"
 
 namespace torchprobe {
 
-struct CpuInfo {
-  std::string model;           ///< /proc/cpuinfo "model name"
-  std::string vendor;          ///< "GenuineIntel", "AuthenticAMD", ...
-  int family = 0;              ///< "cpu family" (AMD Zen 4 is 25)
-  int model_number = 0;        ///< "model"
-  int logical_cores = 0;       ///< cores this process may run on (affinity)
-  double max_clock_mhz = 0.0;  ///< cpufreq's maximum where readable, else the highest "cpu MHz"; 0 unknown
-  std::string clock_source;    ///< "cpufreq cpuinfo_max_freq" or "/proc/cpuinfo cpu MHz"
-  std::vector<std::string> flags;  ///< the ISA flags torchprobe looks at (avx512f, avx2, fma, ...)
-  std::string vector_isa;      ///< ATen's dispatch level, e.g. "AVX2"; empty if unknown
-  bool has_flag(const std::string& flag) const;
-};
-/// Reads /proc/cpuinfo and sysfs.
+/// Reads /proc/cpuinfo (parse_cpu_info), then the clock from cpufreq or CPUID leaf 0x16 where they know the
+/// maximum, the cores this process may use, and LibTorch's kernel level.
 CpuInfo read_cpu_info();
-/// The CPU's own vector ISA from its flags, e.g. "AVX-512 (VNNI, BF16, FP16) + AMX-BF16", "AVX2+FMA",
-/// "SVE2 (BF16)", "NEON"; "unknown" without a known flag. Not what LibTorch uses: that is vector_isa.
-std::string cpu_isa(const CpuInfo& cpu);
-/// One line when LibTorch's kernels (vector_isa) run below the CPU's AVX-512; "" otherwise.
-std::string isa_gap_warning(const CpuInfo& cpu);
 
 struct Inventory {
   std::string torchprobe_version;

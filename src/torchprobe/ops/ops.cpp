@@ -298,6 +298,11 @@ std::vector<DType> supported_dtypes(const torch::Device& device) {
   return {DType::kFp32};
 }
 
+std::vector<DType> roof_dtypes(const torch::Device& device) {
+  if (device.is_cuda()) return supported_dtypes(device);
+  return {DType::kFp32, DType::kBf16};
+}
+
 std::string OpCase::name() const {
   std::string text = fmt::format("op/{}/{}", op, device_string(device));
   for (const auto& [k, v] : params) text += "/" + k + ":" + v;

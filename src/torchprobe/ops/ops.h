@@ -19,6 +19,9 @@ std::string dtype_name(DType dtype);
 torch::ScalarType storage_type(DType dtype);
 /// The dtypes an op can run at on this device: fp32 on the CPU; fp32, tf32, bf16, fp16 on GPUs.
 std::vector<DType> supported_dtypes(const torch::Device& device);
+/// The dtypes whose compute roof ops::measured_peak measures on this device: the op dtypes, and on the CPU
+/// also bf16 (the training step's bf16 variants run there and get an MFU against it).
+std::vector<DType> roof_dtypes(const torch::Device& device);
 
 /// One input set of an op; the op reads tensors (and writes its output into `out` where it has one).
 struct OpInputs {

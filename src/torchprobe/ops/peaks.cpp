@@ -33,28 +33,6 @@ double best_rate(const torch::Device& device, const std::function<void()>& call,
   return work / (*std::min_element(ms.begin(), ms.end()) / 1e3);
 }
 
-struct FlopPerCycle {
-  int value = 0;
-  std::string isa;
-};
-
-FlopPerCycle fp32_flop_per_cycle(const CpuInfo& cpu) {
-  const bool amd = cpu.vendor == "AuthenticAMD", intel = cpu.vendor == "GenuineIntel";
-  if (!amd && !intel) return {};
-  if (cpu.has_flag("avx512f")) {
-    if (amd && cpu.family == 25) return {32, "AVX-512 on AMD Zen 4: two 256-bit FMA pipes, 512-bit ops double-pumped"};
-    if (amd) return {64, "AVX-512: two 512-bit FMA pipes"};
-    return {64, "AVX-512: up to two 512-bit FMA units"};
-  }
-  if (cpu.has_flag("avx2") && cpu.has_flag("fma")) {
-    if (amd && cpu.family == 23 && cpu.model_number < 0x30) return {16, "AVX2 on AMD Zen 1: two 128-bit FMA pipes"};
-    return {32, "AVX2: two 256-bit FMA units"};
-  }
-  if (cpu.has_flag("avx")) return {16, "AVX: 256-bit multiply and add units"};
-  if (cpu.has_flag("sse4_2")) return {8, "SSE: 128-bit multiply and add units"};
-  return {};
-}
-
 }  // namespace
 
 double measure_cpu_clock_mhz() {
@@ -87,18 +65,31 @@ double measure_cpu_clock_mhz() {
 #endif
 }
 
-TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double measured_clock_mhz) {
+TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double measured_clock_mhz,
+                                     const std::string& dtype) {
   TheoreticalPeak peak;
-  const FlopPerCycle per_cycle = fp32_flop_per_cycle(cpu);
-  const int cores = std::min(std::max(threads, 1), std::max(cpu.logical_cores, 1));
-  const double mhz = std::max(cpu.max_clock_mhz, measured_clock_mhz);
-  if (per_cycle.value == 0 || mhz <= 0.0) return peak;
-  peak.gflop_per_s = cores * mhz * 1e-3 * per_cycle.value;
-  const std::string clock = measured_clock_mhz > cpu.max_clock_mhz
-                                ? fmt::format("{:.0f} MHz measured ({} lists {:.0f})", mhz, cpu.clock_source, cpu.max_clock_mhz)
-                                : fmt::format("{:.0f} MHz ({})", mhz, cpu.clock_source);
-  peak.basis = fmt::format("{} core{} x {} x {} FLOP/cycle ({})", cores, cores == 1 ? "" : "s", clock, per_cycle.value,
-                           per_cycle.isa);
+  const CoreFlops flops = core_flops(cpu);
+  double per_cycle = flops.per_cycle(dtype);
+  std::string unit = flops.unit(dtype);
+  if (per_cycle == 0.0 && dtype != "fp32" && flops.fp32 > 0.0) {  // no native unit: computed through fp32
+    per_cycle = flops.fp32;
+    unit = "no native " + dtype + " unit, computed in fp32 on " + flops.fp32_unit;
+  }
+  // SMT threads of one core share its FMA units: physical cores count, where sysfs tells them.
+  const int cores = std::min(std::max(threads, 1), std::max(cpu.physical_cores > 0 ? cpu.physical_cores : cpu.logical_cores, 1));
+  const bool measured = measured_clock_mhz > cpu.max_clock_mhz;
+  const double mhz = measured ? measured_clock_mhz : cpu.max_clock_mhz;
+  if (per_cycle == 0.0 || mhz <= 0.0) return peak;
+  peak.gflop_per_s = cores * mhz * 1e-3 * per_cycle;
+  peak.cores = cores;
+  peak.clock_mhz = mhz;
+  peak.clock_source = measured ? "measured, imul chain" : cpu.clock_source;
+  peak.flop_per_cycle = per_cycle;
+  const std::string clock = measured ? fmt::format("{:.0f} MHz measured ({} lists {:.0f})", mhz, cpu.clock_source.empty() ? "nothing" : cpu.clock_source, cpu.max_clock_mhz)
+                                     : fmt::format("{:.0f} MHz ({})", mhz, cpu.clock_source);
+  const std::string core = flops.core.empty() ? "" : flops.core + ": ";
+  peak.basis = fmt::format("{} core{} x {} x {:g} {} FLOP/cycle ({}{})", cores, cores == 1 ? "" : "s", clock, per_cycle,
+                           dtype, core, unit);
   return peak;
 }
 
@@ -110,6 +101,19 @@ void apply_compute_roof(Peak& peak) {
   peak.compute_source = peak.gflop_per_s == theory && theory > 0.0          ? "theoretical"
                         : peak.gflop_per_s == peak.conv_gflop_per_s ? "conv"
                                                                     : "gemm";
+}
+
+std::vector<std::pair<std::string, double>> roof_counters(const Peak& peak) {
+  std::vector<std::pair<std::string, double>> out = {{"roof_gemm_gflop_per_s", peak.gemm_gflop_per_s},
+                                                     {"roof_conv_gflop_per_s", peak.conv_gflop_per_s}};
+  if (peak.theoretical_gflop_per_s > 0) {
+    out.emplace_back("roof_theoretical_gflop_per_s", peak.theoretical_gflop_per_s);
+    out.emplace_back("roof_theoretical_cores", peak.theoretical_cores);
+    out.emplace_back("roof_theoretical_clock_mhz", peak.theoretical_clock_mhz);
+    out.emplace_back("roof_theoretical_flop_per_cycle", peak.theoretical_flop_per_cycle);
+  }
+  if (peak.theoretical_suspect) out.emplace_back("roof_theoretical_suspect", 1.0);
+  return out;
 }
 
 namespace {
@@ -137,6 +141,9 @@ Peak peak_from_json(const nlohmann::json& j) {
   p.theoretical_basis = j.at("theoretical_basis").get<std::string>();
   p.gb_per_s = j.at("gb_per_s").get<double>();
   p.theoretical_suspect = j.value("theoretical_suspect", false);
+  p.theoretical_cores = j.value("theoretical_cores", 0);
+  p.theoretical_clock_mhz = j.value("theoretical_clock_mhz", 0.0);
+  p.theoretical_flop_per_cycle = j.value("theoretical_flop_per_cycle", 0.0);
   return p;
 }
 
@@ -144,7 +151,9 @@ nlohmann::json peak_to_json(const Peak& p) {
   return {{"gflop_per_s", p.gflop_per_s},           {"gemm_gflop_per_s", p.gemm_gflop_per_s},
           {"conv_gflop_per_s", p.conv_gflop_per_s}, {"theoretical_gflop_per_s", p.theoretical_gflop_per_s},
           {"compute_source", p.compute_source},     {"theoretical_basis", p.theoretical_basis},
-          {"gb_per_s", p.gb_per_s},                 {"theoretical_suspect", p.theoretical_suspect}};
+          {"gb_per_s", p.gb_per_s},                 {"theoretical_suspect", p.theoretical_suspect},
+          {"theoretical_cores", p.theoretical_cores}, {"theoretical_clock_mhz", p.theoretical_clock_mhz},
+          {"theoretical_flop_per_cycle", p.theoretical_flop_per_cycle}};
 }
 
 Peak measure_peak(const torch::Device& device, DType dtype);
@@ -181,8 +190,12 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
   MathModeGuard math(dtype);
   Peak peak;
   const auto o = torch::TensorOptions().device(device).dtype(storage_type(dtype));
-  {  // a large GEMM: the BLAS on the CPU, cuBLAS on a GPU
-    const std::int64_t n = device.is_cuda() ? 8192 : 2048;
+  // On the CPU, a precision without a native unit (bf16 before AVX512_BF16/AMX/Arm BF16) runs LibTorch's
+  // generic kernels, tens of times slower: a 1024 GEMM there, so the roof costs seconds, not minutes.
+  const CpuInfo cpu = device.is_cpu() ? read_cpu_info() : CpuInfo{};
+  const bool slow_cpu_dtype = device.is_cpu() && dtype != DType::kFp32 && core_flops(cpu).per_cycle(dtype_name(dtype)) == 0.0;
+  {  // a large GEMM: the BLAS (fp32) or oneDNN (bf16) on the CPU, cuBLAS on a GPU
+    const std::int64_t n = device.is_cuda() ? 8192 : slow_cpu_dtype ? 1024 : 2048;
     const auto a = torch::randn({n, n}, o), b = torch::randn({n, n}, o);
     auto c = torch::empty({n, n}, o);
     // On the CPU one call is n/kPanelRows row panels, each still a large GEMM, with a stop check between
@@ -199,17 +212,24 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
   }
   {  // a large convolution: oneDNN on the CPU, cuDNN on a GPU (resnet18's most frequent layer)
     ConvShape s{device.is_cuda() ? 256 : 64, 64, 32, 32, 64, 3, 1, 1};
-    const auto x = torch::randn({s.batch, s.in_channels, s.height, s.width}, o);
-    const auto w = torch::randn({s.out_channels, s.in_channels, s.kernel, s.kernel}, o) * 0.1;
+    auto x = torch::randn({s.batch, s.in_channels, s.height, s.width}, o);
+    auto w = torch::randn({s.out_channels, s.in_channels, s.kernel, s.kernel}, o) * 0.1;
+    if (device.is_cpu() && dtype != DType::kFp32) {  // as the bf16 variants run: oneDNN's bf16 kernels are NHWC
+      x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+      w = w.contiguous(torch::MemoryFormat::ChannelsLast);
+    }
     peak.conv_gflop_per_s =
         best_rate(device, [&] { torch::conv2d(x, w, /*bias=*/{}, /*stride=*/s.stride, /*padding=*/s.padding); },
                   conv2d_flops(s, /*backward=*/false)) / 1e9;
   }
-  if (device.is_cpu() && dtype == DType::kFp32) {
+  if (device.is_cpu()) {
     const TheoreticalPeak theory =
-        theoretical_cpu_peak(read_cpu_info(), current_threads().intra_op, measure_cpu_clock_mhz());
+        theoretical_cpu_peak(cpu, current_threads().intra_op, measure_cpu_clock_mhz(), dtype_name(dtype));
     peak.theoretical_gflop_per_s = theory.gflop_per_s;
     peak.theoretical_basis = theory.basis;
+    peak.theoretical_cores = theory.cores;
+    peak.theoretical_clock_mhz = theory.clock_mhz;
+    peak.theoretical_flop_per_cycle = theory.flop_per_cycle;
   }
   apply_compute_roof(peak);
   {  // STREAM triad a = b + s*c over arrays of at least 4x the last-level cache, every thread

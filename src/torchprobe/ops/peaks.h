@@ -4,6 +4,8 @@
 // convolution through oneDNN or cuDNN) and, where known, the theoretical peak of the CPU
 // (cores x clock x FLOP per cycle for its ISA); the memory roof is a STREAM triad with every thread.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -12,11 +14,17 @@
 
 namespace torchprobe::ops {
 
-/// The theoretical fp32 peak of `threads` cores of this CPU: cores x clock x FLOP/cycle, the clock being
-/// the larger of the listed maximum and `measured_clock_mhz` (the boost clock a core really reached).
+/// The theoretical peak of `threads` cores of this CPU at one precision: cores x clock x FLOP/cycle, the clock
+/// being the larger of the listed maximum and `measured_clock_mhz` (the clock a core really reached), the
+/// FLOP/cycle core_flops()'s for the dtype ("fp32", "bf16", "fp16"; a precision without a native unit is
+/// computed through fp32 and gets fp32's figure).
 struct TheoreticalPeak {
   double gflop_per_s = 0.0;  ///< 0: unknown
-  std::string basis;         ///< e.g. "2 cores x 2596 MHz x 32 FLOP/cycle (AVX-512 on AMD Zen 4: two 256-bit FMA pipes)"
+  int cores = 0;
+  double clock_mhz = 0.0;
+  std::string clock_source;  ///< e.g. "measured (imul chain)", "cpufreq cpuinfo_max_freq"
+  double flop_per_cycle = 0.0;
+  std::string basis;  ///< e.g. "2 cores x 2596 MHz (cpufreq cpuinfo_max_freq) x 32 FLOP/cycle (AMD Zen 4: ...)"
 };
 /// The clock a core of this CPU really runs at, in MHz: a chain of dependent integer multiplies (3 cycles
 /// each on every x86-64 core; no core folds them, as recent Intel cores fold adds) timed on this thread,
@@ -24,9 +32,8 @@ struct TheoreticalPeak {
 /// nominal clock in /proc/cpuinfo while their cores boost above it.
 double measure_cpu_clock_mhz();
 
-/// Per-core fp32 FLOP per cycle: 2 x FMA pipes x lanes (AVX-512 64 on Intel, 32 on Zen 4, 64 on
-/// Zen 5; AVX2+FMA 32, 16 on Zen 1; AVX 16; SSE 8); unknown vendors and ISAs give 0.
-TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double measured_clock_mhz = 0.0);
+TheoreticalPeak theoretical_cpu_peak(const CpuInfo& cpu, int threads, double measured_clock_mhz = 0.0,
+                                     const std::string& dtype = "fp32");
 
 struct Peak {
   double gflop_per_s = 0.0;              ///< the compute roof: the largest of the three below
@@ -35,6 +42,9 @@ struct Peak {
   double theoretical_gflop_per_s = 0.0;  ///< cores x clock x FLOP/cycle (CPU fp32); 0 where unknown
   std::string compute_source;            ///< "gemm", "conv" or "theoretical": which set the roof
   std::string theoretical_basis;
+  int theoretical_cores = 0;             ///< the theoretical peak's parts (CPU), shown beside it in reports
+  double theoretical_clock_mhz = 0.0;
+  double theoretical_flop_per_cycle = 0.0;
   double gb_per_s = 0.0;                 ///< the memory roof: best STREAM triad a = b + s*c, 3 arrays >= 4x the LLC
   /// The theoretical peak is above kSuspectRatio x the best GEMM/conv measured: a misread clock or FLOP/cycle
   /// (an add-chain clock read 7x high on a Sapphire Rapids core). Reported, never used as the roof.
@@ -50,6 +60,10 @@ constexpr double kSuspectRatio = 4.0;
 /// Sets `peak`'s compute roof from its parts: the largest of the GEMM, the convolution and the theoretical
 /// peak, unless the theoretical one is suspect (then it is flagged and left out), and which one set it.
 void apply_compute_roof(Peak& peak);
+/// The compute roof's parts as result counters, the names reports read: roof_gemm_gflop_per_s,
+/// roof_conv_gflop_per_s, and where there is a theoretical peak roof_theoretical_gflop_per_s with its
+/// _cores, _clock_mhz and _flop_per_cycle, and roof_theoretical_suspect = 1 when it is suspect.
+std::vector<std::pair<std::string, double>> roof_counters(const Peak& peak);
 /// Measured once per device and dtype per process (all threads), then cached; with a store file set,
 /// once per run of several processes.
 Peak measured_peak(const torch::Device& device, DType dtype);

@@ -186,17 +186,27 @@ std::string share_of_datasheet(double measured, double datasheet) {
 /// The roofs the op benchmarks measured, beside the datasheet's figure where the part has one.
 Table peak_table(const std::vector<PeakRow>& rows) {
   Table t;
-  t.header = {"device", "name", "roof", "measured", "datasheet", "measured / datasheet"};
-  t.right_aligned = {false, false, false, true, true, true};
+  t.header = {"device", "name", "precision", "roof", "best GEMM/conv", "theoretical (cores x MHz x FLOP/cycle)",
+              "datasheet", "roof / datasheet"};
+  t.right_aligned = {false, false, false, true, true, true, true, true};
   for (const auto& row : rows) {
     const bool memory = row.what == "memory", tera = !memory && row.measured >= 1000.0;
     const auto shown = [&](double v) {
       if (!std::isfinite(v)) return std::string("-");
       return memory ? format_number(v) + " GB/s" : tera ? format_number(v / 1e3) + " TFLOP/s" : format_number(v) + " GFLOP/s";
     };
+    std::string theory = "-";
+    if (row.theoretical > 0.0) {
+      theory = shown(row.theoretical);
+      if (row.cores > 0.0 && row.clock_mhz > 0.0 && row.flop_per_cycle > 0.0) {
+        theory += fmt::format(" ({:g} x {:.0f} x {:g})", row.cores, row.clock_mhz, row.flop_per_cycle);
+      }
+      if (row.suspect) theory += " suspect, unused";
+    }
     t.add({row.device_label, row.device_name.empty() ? "-" : row.device_name,
-           memory ? "memory (STREAM triad)" : row.what + (row.device_label == "cpu" ? "" : " GEMM/conv"),
-           shown(row.measured), shown(row.datasheet), share_of_datasheet(row.measured, row.datasheet)});
+           memory ? "memory (STREAM triad)" : row.what,
+           shown(row.measured), memory || !(row.kernels > 0.0) ? "-" : shown(row.kernels), theory, shown(row.datasheet),
+           share_of_datasheet(row.measured, row.datasheet)});
   }
   return t;
 }
@@ -345,8 +355,8 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
       if (!row.source.empty()) sources.insert(row.source);
     }
     out += "\n## Roofs: measured and datasheet\n\nThe roofs above, as this run measured them (the best large GEMM or "
-           "convolution per dtype, the CPU's cores x clock x FLOP/cycle where higher; a STREAM triad), beside the "
-           "vendor's dense figures where we have the part's datasheet";
+           "convolution per dtype, the CPU's cores x clock x FLOP/cycle where higher and not suspect; a STREAM "
+           "triad), beside the vendor's dense figures where we have the part's datasheet";
     out += sources.empty() ? " (none of these devices has one in our table).\n\n"
                            : fmt::format(" ({}).\n\n", fmt::join(sources, "; "));
     out += peak_table(roofs).markdown();

@@ -107,12 +107,25 @@ std::vector<PeakRow> peak_rows(const ResultSet& results) {
   std::vector<PeakRow> rows;
   std::set<std::string> seen;
   const auto add = [&](const Result& r, const std::string& what, double measured) {
-    if (!(measured > 0.0) || !seen.insert(r.device_label + "|" + what).second) return;
-    const Datasheet* sheet = datasheet_for(r.device_name);
-    const double figure = sheet == nullptr ? kNaN
-                          : what == "memory" ? sheet->memory_gb_per_s
-                                             : datasheet_gflop_per_s(*sheet, what);
-    rows.push_back({r.device_label, r.device_name, what, measured, figure, sheet == nullptr ? "" : sheet->source});
+    if (!(measured > 0.0)) return;
+    if (seen.insert(r.device_label + "|" + what).second) {
+      const Datasheet* sheet = datasheet_for(r.device_name);
+      const double figure = sheet == nullptr ? kNaN
+                            : what == "memory" ? sheet->memory_gb_per_s
+                                               : datasheet_gflop_per_s(*sheet, what);
+      rows.push_back({r.device_label, r.device_name, what, measured, figure, sheet == nullptr ? "" : sheet->source});
+    }
+    // The roof's parts, from the first of its results that recorded them (not every benchmark does).
+    PeakRow& row = *std::find_if(rows.begin(), rows.end(),
+                                 [&](const PeakRow& p) { return p.device_label == r.device_label && p.what == what; });
+    if (what == "memory" || row.kernels > 0.0 || !r.has("roof_gemm_gflop_per_s")) return;
+    const auto part = [&](const char* counter) { return r.has(counter) ? r.counter(counter) : 0.0; };
+    row.kernels = std::max(part("roof_gemm_gflop_per_s"), part("roof_conv_gflop_per_s"));
+    row.theoretical = part("roof_theoretical_gflop_per_s");
+    row.cores = part("roof_theoretical_cores");
+    row.clock_mhz = part("roof_theoretical_clock_mhz");
+    row.flop_per_cycle = part("roof_theoretical_flop_per_cycle");
+    row.suspect = part("roof_theoretical_suspect") > 0.0;
   };
   for (const auto& r : results.results) {
     if (r.suite != "op" || r.failed()) continue;
@@ -120,6 +133,12 @@ std::vector<PeakRow> peak_rows(const ResultSet& results) {
   }
   for (const auto& r : results.results) {
     if (r.suite == "op" && !r.failed()) add(r, "memory", r.counter("peak_gb_per_s"));
+  }
+  // A GPU's training roofs are its op dtypes' (fp32 steps use TF32's), already listed where ops ran.
+  for (const auto& r : results.results) {
+    if (r.suite == "train_step" && !r.failed() && r.device.rfind("cpu", 0) == 0 && !r.dtype.empty()) {
+      add(r, r.dtype, r.counter("peak_tflop_per_s") * 1e3);
+    }
   }
   return rows;
 }
@@ -166,11 +185,13 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
                                   "effective rate",
                                   name, format_roof_pct(r.counter("mfu_pct"), mfu)));
     }
-    if (r.suite == "op" && r.counter("roof_theoretical_suspect") > 0.0 && suspect_said.insert(r.device_label + "|" + r.dtype).second) {
+    if ((r.suite == "op" || r.suite == "train_step") && r.counter("roof_theoretical_suspect") > 0.0 &&
+        suspect_said.insert(r.device_label + "|" + r.dtype).second) {
       const double measured = std::max(r.counter("roof_gemm_gflop_per_s"), r.counter("roof_conv_gflop_per_s"));
       lines.push_back(fmt::format("{}: the theoretical {} compute roof, {} GFLOP/s, is {} the best GEMM or convolution "
-                                  "measured in this run ({} GFLOP/s): suspect (a misread clock or FLOP/cycle), so it is "
-                                  "not used; the roof is the measured {} GFLOP/s",
+                                  "measured in this run ({} GFLOP/s): suspect (a misread clock or FLOP/cycle, or "
+                                  "kernels that do not use the unit it counts), so it is not used; the roof is the "
+                                  "measured {} GFLOP/s",
                                   markdown_code(r.device_label), markdown_text(r.dtype),
                                   format_number(r.counter("roof_theoretical_gflop_per_s")),
                                   format_ratio(r.counter("roof_theoretical_gflop_per_s") / measured), format_number(measured),

@@ -56,11 +56,16 @@ double datasheet_mfu_pct(const Result& result);
 /// bandwidth (GB/s, what == "memory"), from the op benchmarks' roof counters.
 struct PeakRow {
   std::string device_label, device_name, what;  ///< what: "fp32", "bf16", ..., or "memory"
-  double measured = 0.0;                         ///< GFLOP/s or GB/s
+  double measured = 0.0;                         ///< the roof: GFLOP/s or GB/s
   double datasheet = 0.0;                        ///< NaN where the part or the dtype has no figure
   std::string source;                            ///< the datasheet's name, "" without one
+  double kernels = 0.0;       ///< the best GEMM or convolution measured (compute roofs); 0 where not recorded
+  double theoretical = 0.0;   ///< cores x clock x FLOP/cycle (CPU compute roofs); 0 where unknown
+  double cores = 0.0, clock_mhz = 0.0, flop_per_cycle = 0.0;  ///< its parts; 0 where not recorded
+  bool suspect = false;       ///< the theoretical peak was too far above the kernels to be used
 };
-/// Every (device, dtype) roof and every device's memory roof the run's op benchmarks measured, in first-seen order.
+/// Every (device, dtype) roof and every device's memory roof the run's op benchmarks measured, in first-seen
+/// order; then the CPU's roofs that only training steps used (its bf16 roof: the CPU's ops run in fp32).
 std::vector<PeakRow> peak_rows(const ResultSet& results);
 
 /// A CPU training step whose median time differs from the sum of its phases by more than this share.

@@ -1,0 +1,17 @@
+#pragma once
+// Small string helpers every library shares (header-only, torchprobe::base).
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace torchprobe {
+
+/// `s` without leading and trailing white space.
+inline std::string trim(std::string s) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+}  // namespace torchprobe

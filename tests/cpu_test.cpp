@@ -1,0 +1,202 @@
+// A CPU's identity and FLOP/cycle from real /proc/cpuinfo texts (tests/fixtures/cpuinfo, each with its
+// source in SOURCES.md there): torchprobe::base alone, no LibTorch.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "torchprobe/cpu.h"
+
+namespace torchprobe {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(TORCHPROBE_CPUINFO_DIR) + "/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Expected {
+  const char* file;
+  const char* core;
+  double fp32, bf16, fp16;  // per core per cycle; 0: no native unit
+  const char* why;          // where the figures come from
+};
+
+// FMA = 2 FLOP. [IOM] Intel Optimization Reference Manual; [ARK] Intel ARK "# of AVX-512 FMA Units";
+// [AMD] AMD Software Optimization Guides 17h/19h/1Ah; [ARM] Arm Neoverse Software Optimization Guides.
+const Expected kCpus[] = {
+    {"skylake-sp.txt", "Intel Skylake-SP/Cascade Lake", 64, 0, 0, "Gold 6132: two 512-bit FMA units [ARK]"},
+    {"cascade-lake.txt", "Intel Skylake-SP/Cascade Lake", 64, 0, 0, "Platinum 8260M: two 512-bit FMA units [ARK]"},
+    {"ice-lake-sp.txt", "Intel Ice Lake-SP", 64, 0, 0, "every Ice Lake-SP Xeon: two 512-bit FMA units [ARK]"},
+    // This dump's kernel lists neither AMX nor AVX512-FP16 (too old to enable them): only what the OS offers counts.
+    {"sapphire-rapids.txt", "Intel Sapphire Rapids", 64, 128, 0, "two 512-bit FMA units; VDPBF16PS 2x fp32 [IOM]"},
+    {"emerald-rapids.txt", "Intel Emerald Rapids", 64, 128, 128, "a VM without AMX: VDPBF16PS and VFMADDPH 2x fp32 [IOM]"},
+    {"granite-rapids.txt", "Intel Granite Rapids", 64, 1024, 128, "AMX-BF16 1024 FLOP/cycle; AVX512-FP16 [IOM]"},
+    {"alder-lake.txt", "Intel Alder Lake", 32, 0, 0, "P-core two 256-bit FMA units, AVX-512 off [IOM]"},
+    {"zen2.txt", "AMD Zen 2", 32, 0, 0, "two 256-bit FMA pipes [AMD 17h]"},
+    {"zen3.txt", "AMD Zen 3", 32, 0, 0, "two 256-bit FMA pipes [AMD 19h]"},
+    {"zen4.txt", "AMD Zen 4", 32, 64, 0, "AVX-512 on two 256-bit pipes; VDPBF16PS 2x fp32 [AMD 19h]"},
+    {"zen5.txt", "AMD Zen 5", 64, 128, 0, "EPYC 9005: two 512-bit FMA pipes [AMD 1Ah]"},
+    {"neoverse-n1.txt", "Arm Neoverse N1", 16, 0, 32, "two 128-bit pipes, no BF16 [ARM N1]"},
+    {"neoverse-v1-graviton3.txt", "Arm Neoverse V1", 32, 128, 64, "two 256-bit SVE pipes; BFMMLA [ARM V1]"},
+    {"neoverse-v2-grace.txt", "Arm Neoverse V2", 32, 128, 64, "four 128-bit SVE2 pipes; BFMMLA [ARM V2]"},
+};
+
+TEST(CpuModel, RealCpusGetTheirCoresFlopPerCyclePerPrecision) {
+  for (const auto& e : kCpus) {
+    SCOPED_TRACE(std::string(e.file) + " (" + e.why + ")");
+    const CpuInfo cpu = parse_cpu_info(fixture(e.file));
+    const CoreFlops f = core_flops(cpu);
+    EXPECT_EQ(f.core, e.core);
+    EXPECT_EQ(f.fp32, e.fp32);
+    EXPECT_EQ(f.bf16, e.bf16);
+    EXPECT_EQ(f.fp16, e.fp16);
+    EXPECT_EQ(f.per_cycle("fp32"), e.fp32);
+    EXPECT_EQ(f.per_cycle("tf32"), 0.0) << "no CPU has TF32";
+    EXPECT_FALSE(f.fp32_unit.empty());
+    EXPECT_EQ(f.bf16_unit.empty(), e.bf16 == 0);
+    EXPECT_EQ(f.fp16_unit.empty(), e.fp16 == 0);
+  }
+}
+
+TEST(CpuModel, ParsesTheFirstProcessorsFieldsAndTheHighestClock) {
+  const CpuInfo zen4 = parse_cpu_info(fixture("zen4.txt"));
+  EXPECT_EQ(zen4.vendor, "AuthenticAMD");
+  EXPECT_EQ(zen4.family, 25);
+  EXPECT_EQ(zen4.model_number, 17);
+  EXPECT_EQ(zen4.model, "AMD EPYC 9654 96-Core Processor");
+  EXPECT_TRUE(zen4.has_flag("avx512f"));
+  EXPECT_TRUE(zen4.has_flag("avx512_bf16"));
+  EXPECT_FALSE(zen4.has_flag("fpu")) << "only the flags that matter are kept";
+  EXPECT_EQ(zen4.clock_source, "/proc/cpuinfo cpu MHz");
+
+  const CpuInfo grace = parse_cpu_info(fixture("neoverse-v2-grace.txt"));
+  EXPECT_EQ(grace.vendor, "");
+  EXPECT_EQ(grace.implementer, 0x41);
+  EXPECT_EQ(grace.part, 0xd4f);
+  EXPECT_EQ(cpu_isa(grace), "SVE2 (BF16)");
+  EXPECT_EQ(grace.max_clock_mhz, 0.0) << "aarch64 lists no clock in /proc/cpuinfo; BogoMIPS is not one";
+
+  // Two processors: the first's identity, the highest clock (a VM's cores can list different ones).
+  const CpuInfo two = parse_cpu_info(
+      "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: first\n"
+      "stepping\t: 8\ncpu MHz\t\t: 1200.5\nflags\t\t: fpu avx2 fma\n\n"
+      "processor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\nmodel name\t: second\n"
+      "cpu MHz\t\t: 3400.25\nflags\t\t: fpu avx512f\n\n");
+  EXPECT_EQ(two.model, "first");
+  EXPECT_EQ(two.model_number, 143);
+  EXPECT_EQ(two.stepping, 8);
+  EXPECT_EQ(two.max_clock_mhz, 3400.25);
+  EXPECT_TRUE(two.has_flag("avx2"));
+  EXPECT_FALSE(two.has_flag("avx512f")) << "the first processor's flags";
+}
+
+TEST(CpuModel, GarbageAndEmptyTextGiveAnUnknownCpu) {
+  for (const std::string text : {"", "no colon here\n", "model\t: 0x\ncpu family: -3\ncpu MHz : abc\n", ":::\n\n\n",
+                                  "CPU implementer : 0x41\nCPU part : 0xffff\n"}) {
+    SCOPED_TRACE(text);
+    const CpuInfo cpu = parse_cpu_info(text);
+    EXPECT_EQ(cpu.family, 0);
+    EXPECT_EQ(cpu.max_clock_mhz, 0.0);
+    const CoreFlops f = core_flops(cpu);
+    EXPECT_EQ(f.fp32, 0.0) << "unknown, never a neighbour's figure";
+    EXPECT_EQ(f.core, "");
+  }
+}
+
+TEST(CpuModel, SkylakeSpPartsWithOneFmaUnitAreToldApartByName) {
+  CpuInfo cpu;
+  cpu.vendor = "GenuineIntel";
+  cpu.family = 6;
+  cpu.model_number = 0x55;
+  cpu.flags = {"avx2", "fma", "avx512f"};
+  for (const auto& [name, fp32] : std::vector<std::pair<std::string, double>>{
+           {"Intel(R) Xeon(R) Silver 4114 CPU @ 2.20GHz", 32},   // [ARK]: 1
+           {"Intel(R) Xeon(R) Bronze 3106 CPU @ 1.70GHz", 32},   // 1
+           {"Intel(R) Xeon(R) Gold 5118 CPU @ 2.30GHz", 32},     // 1
+           {"Intel(R) Xeon(R) Gold 5218 CPU @ 2.30GHz", 32},     // Cascade Lake: 1
+           {"Intel(R) Xeon(R) Gold 5122 CPU @ 3.60GHz", 64},     // the exception: 2
+           {"Intel(R) Xeon(R) Gold 5222 CPU @ 3.80GHz", 64},     // 2
+           {"Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", 64},     // 2
+           {"Intel(R) Xeon(R) Platinum 8175M CPU @ 2.50GHz", 64},// 2
+           {"Intel Xeon Processor (Skylake, IBRS)", 64},         // a VM: up to two
+       }) {
+    cpu.model = name;
+    EXPECT_EQ(core_flops(cpu).fp32, fp32) << name;
+  }
+  cpu.model = "Intel Xeon Processor (Cooperlake)";
+  cpu.stepping = 11;  // Cooper Lake: two units and AVX512_BF16
+  cpu.flags.push_back("avx512_bf16");
+  EXPECT_EQ(core_flops(cpu).core, "Intel Cooper Lake");
+  EXPECT_EQ(core_flops(cpu).bf16, 128);
+}
+
+TEST(CpuModel, ClientAvx512HasOneFmaUnitAndZen5MobileHalfWidth) {
+  CpuInfo tiger;
+  tiger.vendor = "GenuineIntel";
+  tiger.family = 6;
+  tiger.model_number = 0x8C;  // Tiger Lake
+  tiger.flags = {"avx2", "fma", "avx512f"};
+  EXPECT_EQ(core_flops(tiger).fp32, 32);
+  CpuInfo strix;
+  strix.vendor = "AuthenticAMD";
+  strix.family = 0x1A;
+  strix.model_number = 0x24;  // Strix Point (0x20-0x3F): 256-bit datapaths
+  strix.flags = {"avx2", "fma", "avx512f", "avx512_bf16"};
+  EXPECT_EQ(core_flops(strix).fp32, 32);
+  EXPECT_EQ(core_flops(strix).bf16, 64);
+  strix.model_number = 0x44;  // Granite Ridge (Ryzen 9000): 512-bit
+  EXPECT_EQ(core_flops(strix).fp32, 64);
+}
+
+TEST(CpuModel, UnlistedModelsFallBackToTheirFlags) {
+  CpuInfo cpu;
+  cpu.vendor = "GenuineIntel";
+  cpu.family = 6;
+  cpu.model_number = 0x01;  // not in the table
+  cpu.flags = {"avx2", "fma", "avx512f"};
+  EXPECT_EQ(core_flops(cpu).fp32, 64);
+  EXPECT_EQ(core_flops(cpu).core, "");
+  cpu.flags = {"avx2", "fma"};
+  EXPECT_EQ(core_flops(cpu).fp32, 32);
+  cpu.flags = {"avx"};
+  EXPECT_EQ(core_flops(cpu).fp32, 16);
+  cpu.flags = {"sse4_2"};
+  EXPECT_EQ(core_flops(cpu).fp32, 8);
+  cpu.flags = {};
+  EXPECT_EQ(core_flops(cpu).fp32, 0);
+  CpuInfo apple;  // an implementer we have no table for: unknown
+  apple.implementer = 0x61;
+  apple.part = 0x22;
+  apple.flags = {"asimd", "bf16"};
+  EXPECT_EQ(core_flops(apple).fp32, 0);
+}
+
+TEST(CpuModel, SmtSiblingsCountAsOnePhysicalCore) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("torchprobe-cpu-test-" + std::to_string(::getpid()));
+  const auto cpu = [&](int n, const char* package, const char* core) {
+    fs::create_directories(root / ("cpu" + std::to_string(n)) / "topology");
+    std::ofstream(root / ("cpu" + std::to_string(n)) / "topology" / "physical_package_id") << package << "\n";
+    std::ofstream(root / ("cpu" + std::to_string(n)) / "topology" / "core_id") << core << "\n";
+  };
+  cpu(0, "0", "0");
+  cpu(1, "0", "0");  // cpu0's SMT sibling
+  cpu(2, "0", "1");
+  cpu(3, "1", "0");  // core 0 of the second package: another core
+  EXPECT_EQ(physical_cores({0, 1}, root.string()), 1);
+  EXPECT_EQ(physical_cores({0, 2}, root.string()), 2);
+  EXPECT_EQ(physical_cores({0, 1, 2, 3}, root.string()), 3);
+  EXPECT_EQ(physical_cores({0, 9}, root.string()), 0) << "cpu9 has no topology: unknown, not a guess";
+  EXPECT_EQ(physical_cores({}, root.string()), 0);
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace torchprobe

@@ -41,8 +41,8 @@ const Expected kCpus[] = {
     {"alder-lake.txt", "Intel Alder Lake", 32, 0, 0, "P-core two 256-bit FMA units, AVX-512 off [IOM]"},
     {"zen2.txt", "AMD Zen 2", 32, 0, 0, "two 256-bit FMA pipes [AMD 17h]"},
     {"zen3.txt", "AMD Zen 3", 32, 0, 0, "two 256-bit FMA pipes [AMD 19h]"},
-    {"zen4.txt", "AMD Zen 4", 32, 32, 0, "AVX-512 on two 256-bit pipes; bf16 at fp32's rate [AMD 19h]"},
-    {"zen5.txt", "AMD Zen 5", 64, 64, 0, "EPYC 9005: two 512-bit FMA pipes [AMD 1Ah]"},
+    {"zen4.txt", "AMD Zen 4", 32, 64, 0, "AVX-512 on two 256-bit pipes; VDPBF16PS 2x fp32 [AMD 19h]"},
+    {"zen5.txt", "AMD Zen 5", 64, 128, 0, "EPYC 9005: two 512-bit FMA pipes [AMD 1Ah]"},
     {"neoverse-n1.txt", "Arm Neoverse N1", 16, 0, 32, "two 128-bit pipes, no BF16 [ARM N1]"},
     {"neoverse-v1-graviton3.txt", "Arm Neoverse V1", 32, 128, 64, "two 256-bit SVE pipes; BFMMLA [ARM V1]"},
     {"neoverse-v2-grace.txt", "Arm Neoverse V2", 32, 128, 64, "four 128-bit SVE2 pipes; BFMMLA [ARM V2]"},
@@ -150,7 +150,7 @@ TEST(CpuModel, ClientAvx512HasOneFmaUnitAndZen5MobileHalfWidth) {
   strix.model_number = 0x24;  // Strix Point (0x20-0x3F): 256-bit datapaths
   strix.flags = {"avx2", "fma", "avx512f", "avx512_bf16"};
   EXPECT_EQ(core_flops(strix).fp32, 32);
-  EXPECT_EQ(core_flops(strix).bf16, 32);
+  EXPECT_EQ(core_flops(strix).bf16, 64);
   strix.model_number = 0x44;  // Granite Ridge (Ryzen 9000): 512-bit
   EXPECT_EQ(core_flops(strix).fp32, 64);
 }

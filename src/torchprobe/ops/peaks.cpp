@@ -223,8 +223,8 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
                   conv2d_flops(s, /*backward=*/false)) / 1e9;
   }
   if (device.is_cpu()) {
-    const TheoreticalPeak theory =
-        theoretical_cpu_peak(cpu, current_threads().intra_op, measure_cpu_clock_mhz(), dtype_name(dtype));
+    static const double clock_mhz = measure_cpu_clock_mhz();  // once per process: every dtype's roof at one clock
+    const TheoreticalPeak theory = theoretical_cpu_peak(cpu, current_threads().intra_op, clock_mhz, dtype_name(dtype));
     peak.theoretical_gflop_per_s = theory.gflop_per_s;
     peak.theoretical_basis = theory.basis;
     peak.theoretical_cores = theory.cores;

@@ -331,8 +331,9 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
       out += "\n### Variants\n\nEach training-step variant against the baseline (fp32, NCHW, no cuDNN autotuning, no "
              "CUDA graph) of the same model, device and batch: images/s ratio. Epoch: 50 000 images at the median "
              "step time. Model TFLOP/s counts the convolutions and linear layers (3x the forward FLOP per image); "
-             "MFU divides it by the device's GEMM peak measured in the same run at the precision the convolutions "
-             "use (TF32 for fp32 on GPUs, LibTorch's cuDNN default); MFU (datasheet), shown where a device's part is in "
+             "MFU divides it by the device's compute roof at the precision the convolutions use (TF32 for fp32 on "
+             "GPUs, LibTorch's cuDNN default): the best GEMM or convolution measured in the same run, or the CPU's "
+             "theoretical peak where higher (see Roofs); MFU (datasheet), shown where a device's part is in "
              "our table, divides by the vendor's dense figure at that precision instead (see Roofs).\n\n" +
              variants.markdown();
     }

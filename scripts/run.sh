@@ -34,6 +34,15 @@ export OMP_NUM_THREADS="$threads"
 out_dir="${TORCHPROBE_OUT:-$TORCHPROBE_ROOT/reports/latest}"
 mkdir -p "$out_dir"
 tp="$TORCHPROBE_BUILD_DIR/src/torchprobe"
+# An OpenBLAS older than the CPU falls back to SSE kernels (Debian bookworm's 0.3.21 on Emerald Rapids: its SGEMM
+# runs 5x slower): take the kernels the inventory names, unless the caller chose some.
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+  coretype="$("$tp" devices --json | sed -n 's/.*"coretype_advice": "\([A-Za-z0-9]*\)".*/\1/p')"
+  if [[ -n "$coretype" ]]; then
+    export OPENBLAS_CORETYPE="$coretype"
+    tp_log "OpenBLAS chose SSE kernels on this CPU: OPENBLAS_CORETYPE=$coretype for this run"
+  fi
+fi
 "$tp" devices --threads "$threads" | tee "$out_dir/devices.txt"
 "$tp" devices --threads "$threads" --json > "$out_dir/devices.json"
 echo

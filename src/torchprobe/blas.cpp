@@ -34,6 +34,7 @@ std::string lower(std::string s) {
 /// could find the OpenBLAS behind liblapack.so.3 while libblas.so.3 is the reference implementation.
 struct OpenBlasApi {
   char* (*get_config)() = nullptr;
+  char* (*get_corename)() = nullptr;
   int (*get_parallel)() = nullptr;  // 0 sequential, 1 pthreads, 2 OpenMP
   int (*get_num_threads)() = nullptr;
   void (*set_num_threads)(int) = nullptr;
@@ -53,6 +54,7 @@ OpenBlasApi openblas_api(const std::string& library_path) {
   void* handle = dlopen(library_path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
   if (handle == nullptr) return api;
   resolve(handle, "openblas_get_config", api.get_config);
+  resolve(handle, "openblas_get_corename", api.get_corename);
   resolve(handle, "openblas_get_parallel", api.get_parallel);
   resolve(handle, "openblas_get_num_threads", api.get_num_threads);
   resolve(handle, "openblas_set_num_threads", api.set_num_threads);
@@ -93,6 +95,7 @@ BlasInfo detect_blas() {
   if (const OpenBlasApi api = openblas_api(info.library_path)) {
     info.vendor = "OpenBLAS";
     info.detail = api.get_config();
+    if (api.get_corename != nullptr) info.kernel = api.get_corename();
     Dl_info where{};
     if (dladdr(reinterpret_cast<void*>(api.get_config), &where) != 0 && where.dli_fname != nullptr) {
       char resolved[PATH_MAX];

@@ -21,6 +21,7 @@ struct BlasInfo {
   std::string library_path;  ///< the shared object that provides sgemm_, if one does
   std::string core_path;     ///< OpenBLAS: the libopenblas that does the work (Debian's libblas.so.3 is an interface over it)
   std::string detail;        ///< e.g. OpenBLAS's own config string
+  std::string kernel;        ///< OpenBLAS: the kernel set it chose for this CPU, e.g. "SkylakeX", "Prescott"
   bool is_reference = false;  ///< the unoptimised netlib BLAS: CPU figures would mislead
   BlasThreading threading = BlasThreading::kUnknown;
   int threads = 0;  ///< threads the BLAS itself would use for one call now (0: unknown)

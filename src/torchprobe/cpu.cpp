@@ -341,6 +341,19 @@ std::string isa_gap_warning(const CpuInfo& cpu) {
                      cpu_isa(cpu), cpu.vector_isa);
 }
 
+std::string openblas_coretype_advice(const CpuInfo& cpu, const std::string& corename) {
+  // OpenBLAS's x86 kernel sets without AVX (driver/others/dynamic.c's corename table).
+  static const char* const kSseKernels[] = {"prescott", "core2",  "penryn",   "dunnington", "nehalem", "atom",
+                                            "katmai",   "coppermine", "northwood", "banias", "opteron",
+                                            "opteron_sse3", "barcelona", "bobcat", "athlon"};
+  std::string name = corename;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const bool sse = std::find(std::begin(kSseKernels), std::end(kSseKernels), name) != std::end(kSseKernels);
+  if (!sse || !cpu.has_flag("avx2") || !cpu.has_flag("fma")) return "";
+  if (cpu.vendor == "AuthenticAMD" || cpu.vendor == "HygonGenuine") return "Zen";
+  return cpu.has_flag("avx512f") ? "SkylakeX" : "Haswell";
+}
+
 double CoreFlops::per_cycle(const std::string& dtype) const {
   return dtype == "fp32" ? fp32 : dtype == "bf16" ? bf16 : dtype == "fp16" ? fp16 : 0.0;
 }

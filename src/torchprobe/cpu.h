@@ -39,6 +39,12 @@ std::string cpu_isa(const CpuInfo& cpu);
 /// One line when LibTorch's kernels (vector_isa) run below the CPU's AVX-512; "" otherwise.
 std::string isa_gap_warning(const CpuInfo& cpu);
 
+/// OpenBLAS's kernel set (openblas_get_corename(), e.g. "Prescott", "Haswell", "SkylakeX") that is worth
+/// overriding on this CPU: the OPENBLAS_CORETYPE to set when OpenBLAS fell back to SSE-era kernels on a CPU with
+/// AVX2 and FMA (an OpenBLAS older than the CPU: Debian bookworm's 0.3.21 picks Prescott on Emerald Rapids,
+/// and its SGEMM runs 5x slower); "" when its choice fits or is unknown.
+std::string openblas_coretype_advice(const CpuInfo& cpu, const std::string& corename);
+
 /// The peak FLOP per cycle of one core of a CPU, per precision, from its micro-architecture (vendor, family
 /// and model, or Arm's implementer and part) and its flags. An FMA counts 2 FLOP. 0 means unknown, or (bf16,
 /// fp16) no native unit: LibTorch then computes that precision through fp32, whose figure is the roof.

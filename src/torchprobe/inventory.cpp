@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -132,6 +133,8 @@ std::string inventory_json(const Inventory& inv, int indent) {
         {"library_path", blas.library_path},
         {"core_path", blas.core_path},
         {"detail", blas.detail},
+        {"kernel", blas.kernel},
+        {"coretype_advice", openblas_coretype_advice(inv.cpu, blas.kernel)},
         {"threading", blas_threading_name(blas.threading)},
         {"threads", blas.threads},
         {"is_reference", blas.is_reference}}},
@@ -188,6 +191,13 @@ std::string inventory_text(const Inventory& inv) {
   if (inv.threads.blas_pin_failed) threading += " (a pin does not hold: mixed install)";
   row("BLAS threading", threading);
   if (!blas.detail.empty()) row("BLAS config", blas.detail);
+  if (!blas.kernel.empty()) {
+    const std::string advice = openblas_coretype_advice(inv.cpu, blas.kernel);
+    const char* forced = std::getenv("OPENBLAS_CORETYPE");
+    row("BLAS kernels", blas.kernel + (!advice.empty() ? " (SSE only on this CPU: OPENBLAS_CORETYPE=" + advice + " fixes it)"
+                                       : forced != nullptr && *forced != '\0' ? " (OPENBLAS_CORETYPE)"
+                                                                               : " (OpenBLAS's choice for this CPU)"));
+  }
   for (const auto& g : inv.gpus) {
     out += fmt::format("cuda:{}\n", g.index);
     row("name", g.name);

@@ -21,7 +21,7 @@ ContextEntries torchprobe_context(const ThreadSetup& threads, const std::string&
       {"libtorch_version", inventory.libtorch_version},
       {"torch_threads", std::to_string(threads.intra_op)},
       {"interop_threads", std::to_string(threads.inter_op)},
-      {"blas", threads.blas.vendor},
+      {"blas", threads.blas.kernel.empty() ? threads.blas.vendor : threads.blas.vendor + " (" + threads.blas.kernel + " kernels)"},
       {"blas_threading", fmt::format("{}, {} thread(s){}", blas_threading_name(threads.blas.threading), threads.blas.threads,
                                      threads.blas_pinned ? ", pinned" : "")},
   };

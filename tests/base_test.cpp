@@ -53,6 +53,19 @@ TEST(Flags, IntegerListsAreCheckedItemByItem) {
   EXPECT_THROW_WITH(int_list_flag("--batch-sizes", " 4", 1, 65536), InputError, "not a whole number");
 }
 
+// An empty item anywhere in a list is refused: first, between two commas, and last (a trailing comma is a
+// list cut short, e.g. a shell variable that expanded to nothing), for string lists as for integer ones.
+TEST(Flags, AnEmptyItemIsRefusedWhereverItStands) {
+  using torchprobe::list_flag;
+  EXPECT_EQ(list_flag("--devices", "cpu,cuda:0"), (std::vector<std::string>{"cpu", "cuda:0"}));
+  EXPECT_EQ(list_flag("--devices", "cpu"), (std::vector<std::string>{"cpu"}));
+  EXPECT_THROW_WITH(list_flag("--devices", "cpu,cuda:0,"), InputError, "--devices: empty item in 'cpu,cuda:0,'");
+  EXPECT_THROW_WITH(list_flag("--devices", ",cpu"), InputError, "--devices: empty item in ',cpu'");
+  EXPECT_THROW_WITH(list_flag("--devices", "cpu,,cuda:0"), InputError, "empty item");
+  EXPECT_THROW_WITH(list_flag("--devices", ","), InputError, "empty item");
+  EXPECT_THROW_WITH(torchprobe::int_list_flag("--batch-sizes", "4,64,", 1, 65536), InputError, "empty item in '4,64,'");
+}
+
 TEST(Flags, SizesAreAboveZeroAndFitInt64) {
   using torchprobe::byte_size_flag;
   EXPECT_EQ(byte_size_flag("--cpu-limit", "512MiB"), 512LL << 20);

@@ -513,6 +513,26 @@ TEST(ReportSummary, OneSentencePerDeviceAgainstTheCpu) {
             std::string::npos);
 }
 
+// The sentence compares at the largest batch both devices ran (a batch only one device ran, or a variant, is
+// not that batch): here 64, not 4 (both ran it too) nor 256 (the GPU alone).
+TEST(ReportSummary, TheSentenceTakesTheLargestBatchBothDevicesRan) {
+  const auto entry = [](const std::string& device, int batch, double images_per_s, const std::string& variant = "") {
+    return R"({"name": "train_step/net/)" + device + "/batch:" + std::to_string(batch) +
+           (variant.empty() ? std::string("/dtype:fp32/layout:nchw") : variant) +
+           (device == "cpu" ? "" : "/cudnn:off/graph:off") + R"(/manual_time", "run_type": "iteration", "real_time": 1, )" +
+           R"("time_unit": "ms", "images_per_s": )" + std::to_string(images_per_s) + "}";
+  };
+  const std::string json = R"({"benchmarks": [)" + entry("cpu", 4, 1000) + "," + entry("cuda:0", 4, 2000) + "," +
+                           entry("cpu", 64, 5000) + "," + entry("cuda:0", 64, 40000) + "," + entry("cuda:0", 256, 90000) +
+                           "," + entry("cpu", 128, 6000, "/dtype:bf16/layout:cl") + "," +
+                           entry("cuda:0", 128, 99000, "/dtype:bf16/layout:cl") + "]}";
+  const auto set = report::parse_results(json, "batches.json");
+  const std::string md = report::to_markdown(set, {}, report::ReportOptions{});
+  EXPECT_NE(md.find("- cuda:0 is 8.00x cpu on net at batch 64 (40 000 vs 5 000 images/s).\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("at batch 4 ("), std::string::npos) << md;
+  EXPECT_EQ(md.find("at batch 256"), std::string::npos) << md;
+}
+
 // ---- Every documented threshold: exactly at it, and one step to each side (tests/README.md) ----
 
 namespace {

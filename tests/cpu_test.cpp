@@ -131,10 +131,14 @@ TEST(CpuModel, SkylakeSpPartsWithOneFmaUnitAreToldApartByName) {
     EXPECT_EQ(core_flops(cpu).fp32, fp32) << name;
   }
   cpu.model = "Intel Xeon Processor (Cooperlake)";
-  cpu.stepping = 11;  // Cooper Lake: two units and AVX512_BF16
   cpu.flags.push_back("avx512_bf16");
-  EXPECT_EQ(core_flops(cpu).core, "Intel Cooper Lake");
-  EXPECT_EQ(core_flops(cpu).bf16, 64);
+  for (const int stepping : {10, 11}) {  // Cooper Lake: two units and AVX512_BF16, from stepping 10 on
+    cpu.stepping = stepping;
+    EXPECT_EQ(core_flops(cpu).core, "Intel Cooper Lake") << stepping;
+    EXPECT_EQ(core_flops(cpu).bf16, 64) << stepping;
+  }
+  cpu.stepping = 7;  // Cascade Lake's last stepping
+  EXPECT_EQ(core_flops(cpu).core, "Intel Skylake-SP/Cascade Lake");
 }
 
 TEST(CpuModel, ClientAvx512HasOneFmaUnitAndZen5MobileHalfWidth) {

@@ -714,6 +714,26 @@ TEST(HistoryAnalysis, AFasterCommitIsNotASlowdown) {
   EXPECT_TRUE(found);
 }
 
+// Every change kept is at least --min-change between its neighbours: 10 -> 10.45 (+4.5%) -> 11 (+5.3%) keeps
+// only the second, as +7.6% over the first two segments. (This series does not reach settle()'s weakest-first
+// rule: the search prunes the +4.5% split itself; planted-bug round 2's C09 still survives.)
+TEST(HistoryAnalysis, EveryChangeKeptIsAtLeastTheMinimumBetweenItsNeighbours) {
+  TempDir dir("torchprobe-history");
+  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+  std::vector<double> values(20, 10.0);
+  values.insert(values.end(), 20, 10.45);
+  values.insert(values.end(), 20, 11.0);
+  add_series(store, values);
+  const auto reports = history::analyze(store.series({}), {});
+  const history::SeriesReport* step = nullptr;
+  for (const auto& r : reports) step = r.series.name == kStep ? &r : step;
+  ASSERT_NE(step, nullptr);
+  ASSERT_EQ(step->changes.size(), 1u);
+  EXPECT_EQ(step->changes[0].index, 40u);
+  EXPECT_NEAR(step->changes[0].change_pct, 100.0 * (11.0 - 10.225) / 10.225, 0.5);
+  for (const auto& c : step->changes) EXPECT_GE(std::fabs(c.change_pct), 5.0) << c.commit;
+}
+
 // ---- the dashboard (its rendering is checked in a browser by history_browser_test) ----
 
 TEST(HistoryDashboard, OneChartPerSeriesChangePointsMarkedNothingFromTheNetwork) {

@@ -273,6 +273,13 @@ CpuInfo parse_cpu_info(const std::string& text) {
   return cpu;
 }
 
+CpuInfo read_proc_cpuinfo() {
+  std::ifstream in("/proc/cpuinfo");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_cpu_info(text.str());
+}
+
 int physical_cores(const std::vector<int>& cpus, const std::string& sysfs_cpu_dir) {
   std::set<std::pair<std::string, std::string>> cores;
   for (const int cpu : cpus) {

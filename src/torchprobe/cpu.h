@@ -30,6 +30,8 @@ CpuInfo parse_cpu_info(const std::string& proc_cpuinfo);
 /// (/sys/devices/system/cpu); 0 when a CPU's topology cannot be read. Two SMT threads of one core share its
 /// FMA units, so a roof counts them once. A VM that hides its SMT siblings lists them as cores.
 int physical_cores(const std::vector<int>& cpus, const std::string& sysfs_cpu_dir = "/sys/devices/system/cpu");
+/// parse_cpu_info of this host's /proc/cpuinfo (an unknown CPU where it cannot be read).
+CpuInfo read_proc_cpuinfo();
 /// The maximum clock CPUID leaf 0x16 states, in MHz; 0 where the leaf is absent or empty (most VMs) or not x86.
 double cpuid_max_clock_mhz();
 

@@ -39,10 +39,7 @@ std::string host_name() {
 }  // namespace
 
 CpuInfo read_cpu_info() {
-  std::ifstream in("/proc/cpuinfo");
-  std::ostringstream text;
-  text << in.rdbuf();
-  CpuInfo cpu = parse_cpu_info(text.str());
+  CpuInfo cpu = read_proc_cpuinfo();
   // cpufreq knows the real maximum (turbo included); VMs often lack it and list the nominal clock as "cpu MHz",
   // where CPUID leaf 0x16 may still state the maximum.
   std::ifstream max_freq("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
@@ -86,6 +83,7 @@ Inventory collect_inventory() {
 }
 
 std::string inventory_json(const Inventory& inv, int indent) {
+  const CoreFlops flops = core_flops(inv.cpu);
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : inv.gpus) {
     gpus.push_back({{"device", "cuda:" + std::to_string(g.index)},
@@ -116,9 +114,8 @@ std::string inventory_json(const Inventory& inv, int indent) {
         {"torch_threads", inv.threads.intra_op},
         {"vector_isa", inv.cpu.vector_isa},
         {"isa", cpu_isa(inv.cpu)},
-        {"core", core_flops(inv.cpu).core},
-        {"flop_per_cycle",
-         {{"fp32", core_flops(inv.cpu).fp32}, {"bf16", core_flops(inv.cpu).bf16}, {"fp16", core_flops(inv.cpu).fp16}}}}},
+        {"core", flops.core},
+        {"flop_per_cycle", {{"fp32", flops.fp32}, {"bf16", flops.bf16}, {"fp16", flops.fp16}}}}},
       {"threads",
        {{"intra_op", inv.threads.intra_op},
         {"inter_op", inv.threads.inter_op},

@@ -96,10 +96,7 @@ std::vector<Warning> threading_warnings(const ThreadSetup& setup) {
   }
   const std::string reference = blas_warning(blas);
   if (!reference.empty()) out.push_back({"reference_blas", reference});
-  std::ifstream proc_cpuinfo("/proc/cpuinfo");
-  std::ostringstream cpuinfo_text;
-  cpuinfo_text << proc_cpuinfo.rdbuf();
-  const CpuInfo cpu = parse_cpu_info(cpuinfo_text.str());
+  const CpuInfo cpu = read_proc_cpuinfo();
   if (const std::string coretype = openblas_coretype_advice(cpu, blas.kernel); !coretype.empty()) {
     out.push_back({"blas_kernels", fmt::format(
         "OpenBLAS runs its {} kernels (SSE, no AVX) on this {} CPU: this OpenBLAS does not know the model and fell "

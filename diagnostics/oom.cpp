@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -95,7 +96,11 @@ OomFacts parse_oom(const std::string& message) {
   facts.process_in_use = find_size(message, p.process_in_use);
   facts.allocated = find_size(message, p.allocated);
   if (const auto unallocated = find_size(message, p.unallocated)) {
-    if (facts.allocated) facts.reserved = *facts.allocated + *unallocated;
+    // Reserved = allocated + cached-but-unused; two sizes near 2^63 bytes are no real device's, and their sum
+    // would overflow: then the message gives no reserved figure.
+    if (facts.allocated && *unallocated <= std::numeric_limits<std::int64_t>::max() - *facts.allocated) {
+      facts.reserved = *facts.allocated + *unallocated;
+    }
   }
   if (!facts.reserved) facts.reserved = find_size(message, p.reserved);
   return facts;

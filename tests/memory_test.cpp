@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "diagnostics/classify.h"
@@ -174,6 +175,19 @@ TEST(OomMessages, NumbersOfLibTorch2AndOneThirteenAndTheCpu) {
   const auto cpu = dx::parse_oom("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes.");
   EXPECT_EQ(*cpu.requested, 1099511627776LL);
   EXPECT_FALSE(cpu.total.has_value());
+}
+
+// Found by fuzz.oom in CI: two sizes whose sum is past 2^63 - 1 bytes overflowed (undefined behaviour) when the
+// reserved figure was added up; the parser keeps each size and gives no reserved figure.
+TEST(OomMessages, SizesNearTwoToTheSixtyThreeDoNotOverflow) {
+  const auto facts = dx::parse_oom("Of the allocated memory 4611686018427387904 B is allocated by PyTorch, and "
+                                   "4611686018427387904 B is reserved by PyTorch but unallocated.");
+  EXPECT_EQ(*facts.allocated, std::int64_t{1} << 62);
+  EXPECT_FALSE(facts.reserved.has_value());
+  const auto fits = dx::parse_oom("Of the allocated memory 4611686018427387904 B is allocated by PyTorch, and "
+                                  "4611686018427387903 B is reserved by PyTorch but unallocated.");
+  EXPECT_EQ(*fits.reserved, std::numeric_limits<std::int64_t>::max());
+  EXPECT_FALSE(dx::explain_oom_facts(facts, /*gpu=*/true).empty());
 }
 
 TEST(OomMessages, ExplainGivesTheNumbersAndTheVerdict) {

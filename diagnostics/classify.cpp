@@ -258,6 +258,9 @@ struct Entry {
   bool open_end = false;       ///< its last line ended in blanks: a terminal's or a logger's wrap, so more follows
   std::size_t last_width = 0;  ///< the length of its last line as read
   bool ends_sentence = false;  ///< its last line ended a sentence ("cuda:1 and cpu!"): a log's next line is news
+  /// The text names a state_dict (a key report's paragraphs follow, blank lines between): kept as lines are added,
+  /// so that each line read does not search the whole entry again.
+  bool has_state_dict = false;
 };
 
 struct LinePatterns {
@@ -359,8 +362,7 @@ bool Scanner::note_context(const StringPiece& raw) {
 
 bool Scanner::continues(const StringPiece& line) const {
   const LinePatterns& p = line_patterns();
-  const bool key_report = contains(entry_.text, "state_dict");
-  if (RE2::PartialMatch(line, p.key_report)) return key_report && entry_.lines < kMaxKeyReportLines;
+  if (RE2::PartialMatch(line, p.key_report)) return entry_.has_state_dict && entry_.lines < kMaxKeyReportLines;
   if (entry_.lines >= kMaxWrappedLines || RE2::PartialMatch(line, p.next_record)) return false;
   const StringPiece start = trimmed(line);
   const bool lower_start = !start.empty() && (std::islower(static_cast<unsigned char>(start[0])) || start[0] == '(');
@@ -390,7 +392,7 @@ void Scanner::feed(StringPiece raw) {
   }
   if (blank(line)) {
     // A state_dict report lists its missing and unexpected keys in paragraphs.
-    if (!(open_ && contains(entry_.text, "state_dict"))) close();
+    if (!(open_ && entry_.has_state_dict)) close();
     return;
   }
   const bool after_frame = after_frame_;
@@ -422,6 +424,8 @@ void Scanner::feed(StringPiece raw) {
   if (open_ && tier != kException && !new_record && continues(line)) {
     if (!entry_.text.empty()) entry_.text += ' ';
     entry_.text.append(message.data(), message.size());
+    // The space put between lines cannot be part of "state_dict": searching the new line alone is enough.
+    entry_.has_state_dict = entry_.has_state_dict || message.find("state_dict") != StringPiece::npos;
     ++entry_.lines;
     entry_.open_end = open_end;
     entry_.last_width = raw.size();
@@ -430,7 +434,8 @@ void Scanner::feed(StringPiece raw) {
   }
   close();
   open_ = true;
-  entry_ = Entry{line_, tier, std::string(message.data(), message.size()), 1, open_end, raw.size(), ends_sentence};
+  entry_ = Entry{line_, tier, std::string(message.data(), message.size()), 1, open_end, raw.size(), ends_sentence,
+                 message.find("state_dict") != StringPiece::npos};
 }
 
 void Scanner::close() {
@@ -524,13 +529,24 @@ const DeviceScanner& device_scanner() {
 /// only_asked_for: just the ordinals and device strings the program asked for (invalid_device).
 std::vector<std::string> devices_in(const std::string& message, bool only_asked_for) {
   constexpr std::size_t kMaxDevices = 16;
+  // Each search may read to the end of the text (a path form stays open through ".a.a.a..."), so the work is
+  // bounded: the devices are those named in the first kScannedBytes, cut at a blank so no name is cut in two,
+  // found in at most kMaxMatches matches. Real messages name their devices in their first few hundred bytes.
+  constexpr std::size_t kScannedBytes = 4096, kMaxMatches = 256;
+  std::size_t end = message.size();
+  if (end > kScannedBytes) {
+    const auto cut = message.find_last_of(" \t\n", kScannedBytes);
+    end = cut == std::string::npos || cut == 0 ? kScannedBytes : cut;
+  }
   const DeviceScanner& scanner = device_scanner();
   const auto& forms = device_forms();
   std::vector<StringPiece> match(static_cast<std::size_t>(scanner.groups));
   std::vector<std::string> devices;
   std::size_t at = 0;
-  while (at < message.size() && devices.size() < kMaxDevices &&
-         scanner.pattern->Match(message, at, message.size(), RE2::UNANCHORED, match.data(), scanner.groups)) {
+  for (std::size_t matches = 0;
+       at < end && devices.size() < kMaxDevices && matches < kMaxMatches &&
+       scanner.pattern->Match(message, at, end, RE2::UNANCHORED, match.data(), scanner.groups);
+       ++matches) {
     at = std::max(at + 1, static_cast<std::size_t>(match[0].end() - message.data()));
     for (std::size_t f = 0; f < forms.size(); ++f) {
       const int outer = scanner.first_group[f];

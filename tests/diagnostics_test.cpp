@@ -331,6 +331,52 @@ TEST(ExplainRobustness, AOneMegabyteLineClassifiesAndItsMessageIsShortened) {
             "out_of_memory_gpu");
 }
 
+// Devices are looked for in a message's first 4 KB, cut at a blank, in at most 256 matches: each search may read
+// to the end of the text, and 32 000 ".a" in one message (found by fuzz_explain) made that quadratic. A device
+// whose name ends at byte 4096 is found; one a byte further is not; nor one after 256 other matches.
+TEST(ExplainRobustness, DevicesAreLookedForInTheMessagesFirstFourKilobytes) {
+  const std::string head =
+      "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! ";
+  // The message (what follows "RuntimeError: ") with "cuda:1" ending at byte `end`, a blank on each side.
+  const auto ending_at = [&](std::size_t end) {
+    std::string message = head + std::string(end - 7 - head.size(), 'x') + " cuda:1";
+    EXPECT_EQ(message.size(), end);
+    return explain_error("RuntimeError: " + message + " " + std::string(1000, 'y'));
+  };
+  const std::vector<std::string> three{"cuda:0", "cpu", "cuda:1"}, two{"cuda:0", "cpu"};
+  EXPECT_EQ(ending_at(4095).devices, three);
+  EXPECT_EQ(ending_at(4096).devices, three);
+  const Diagnosis beyond = ending_at(4097);
+  EXPECT_EQ(kind_name(beyond.kind), "device_mismatch");
+  EXPECT_EQ(beyond.devices, two);
+  // head names two devices in two matches; each " .a" is one more match.
+  const auto after_dots = [&](int dots) {
+    std::string message = head;
+    for (int i = 0; i < dots; ++i) message += " .a";
+    return explain_error("RuntimeError: " + message + " cuda:1");
+  };
+  EXPECT_EQ(after_dots(253).devices, three);  // cuda:1 is the 256th match
+  EXPECT_EQ(after_dots(254).devices, two);    // the 257th
+}
+
+// A state_dict report's paragraphs (blank lines between) stay one entry also when "state_dict" is first named on a
+// wrapped line: whether the entry names it is kept as lines join, not searched for again at each line.
+TEST(Explain, AStateDictNamedOnAWrappedLineKeepsItsKeyParagraphs) {
+  const Diagnosis d = explain_error(
+      "RuntimeError: Error(s) in loading the checkpoint saved at epoch 12 into the model's\n"
+      "state_dict for ResNet:\n"
+      "\n"
+      "\tMissing key(s) in state_dict: \"conv1.weight\", \"bn1.weight\".\n"
+      "\n"
+      "\tUnexpected key(s) in state_dict: \"module.conv1.weight\", \"module.bn1.weight\".\n");
+  EXPECT_EQ(kind_name(d.kind), "state_dict_prefix");
+  EXPECT_EQ(d.message.rfind("Error(s) in loading the checkpoint saved at epoch 12 into the model's state_dict for "
+                            "ResNet: Missing key(s) in state_dict:", 0),
+            0u)
+      << d.message;
+  EXPECT_NE(d.message.find("Unexpected key(s) in state_dict: \"module.conv1.weight\""), std::string::npos) << d.message;
+}
+
 TEST(ExplainRobustness, AFiftyMegabyteLogIsReadToItsEnd) {
   std::string log;
   log.reserve(std::size_t{51} << 20);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -633,4 +635,214 @@ TEST(ReportBoundaries, TheRidgePointIsComputeBound) {
   EXPECT_EQ(under.bound, "memory");
   EXPECT_DOUBLE_EQ(under.pct_of_roof, 1.0);
   EXPECT_EQ(torchprobe::roofline(std::nextafter(10e9, 1e12), 1e9, 1.0, 1000.0, 100.0).bound, "compute");
+}
+
+// ---- Hostile results files (found by fuzz_results; the seeds are in tests/fuzz/corpus/results) ----
+
+// A count of repetitions or a repetition's index is never negative in a results file: "repetitions": -2147483648
+// made the repetitions left after failed ones overflow an int. 0 is the boundary: it loads; -1 is refused.
+TEST(ReportLoad, NegativeRepetitionCountsAreRefused) {
+  const auto aggregate = [](const std::string& repetitions) {
+    return R"({"benchmarks": [{"name": "a", "run_type": "aggregate", "aggregate_name": "median", "real_time": 1,
+               "repetitions": )" + repetitions + R"(}, {"name": "a", "error_occurred": true}]})";
+  };
+  EXPECT_THROW_WITH(report::parse_results(aggregate("-2147483648"), "r.json"), InputError,
+                    "r.json: benchmarks[0] (a): \"repetitions\" must not be negative, got -2147483648");
+  EXPECT_THROW_WITH(report::parse_results(aggregate("-1"), "r.json"), InputError,
+                    "r.json: benchmarks[0] (a): \"repetitions\" must not be negative, got -1");
+  const auto zero = report::parse_results(aggregate("0"), "r.json");
+  ASSERT_EQ(zero.results.size(), 1u);
+  EXPECT_EQ(zero.results[0].repetitions, 0);  // none left after the failed one
+  EXPECT_EQ(zero.results[0].failed_repetitions, 1);
+  const auto indexed = [](const std::string& index) {
+    return R"({"benchmarks": [{"name": "b", "real_time": 1, "repetition_index": )" + index + "}]}";
+  };
+  EXPECT_THROW_WITH(report::parse_results(indexed("-1"), "i.json"), InputError,
+                    "i.json: benchmarks[0] (b): \"repetition_index\" must not be negative, got -1");
+  EXPECT_EQ(report::parse_results(indexed("0"), "i.json").results.size(), 1u);
+  // The context's num_cpus is no count of ours: old Google Benchmarks write -1 when they cannot read it.
+  EXPECT_EQ(report::parse_results(R"({"context": {"num_cpus": -1}, "benchmarks": []})", "c.json").contexts[0].num_cpus, -1);
+}
+
+// nlohmann's dump recurses once per level: 25 000 nested arrays in a context field overflowed the stack. JSON
+// nested deeper than 128 levels is refused: the document, and the JSON it carries in the inventory and
+// trust_warnings strings. 128 levels load; 129 do not.
+TEST(ReportLoad, JsonNestedDeeperThan128LevelsIsRefused) {
+  const auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') + std::string(static_cast<size_t>(levels), ']');
+  };
+  // The document's object and its context are two levels; host_name's arrays the rest.
+  const auto host_nested = [&](int levels) {
+    return R"({"benchmarks": [], "context": {"host_name": )" + nested(levels - 2) + "}}";
+  };
+  EXPECT_EQ(report::parse_results(host_nested(128), "d.json").contexts[0].host, nested(126));
+  EXPECT_THROW_WITH(report::parse_results(host_nested(129), "d.json"), InputError,
+                    "d.json: JSON nested more than 128 levels deep");
+  EXPECT_THROW_WITH(report::parse_results(host_nested(25000), "d.json"), InputError,
+                    "d.json: JSON nested more than 128 levels deep");
+  // Brackets in a string are text.
+  EXPECT_EQ(report::parse_results(R"({"benchmarks": [], "context": {"host_name": ")" + nested(200) + R"("}})", "s.json")
+                .contexts[0]
+                .host,
+            nested(200));
+  const auto in_context = [](const std::string& key, const std::string& json) {
+    return R"({"benchmarks": [], "context": {")" + key + R"(": ")" + json + R"("}})";
+  };
+  EXPECT_NO_THROW(report::parse_results(in_context("inventory", nested(128)), "v.json"));
+  EXPECT_THROW_WITH(report::parse_results(in_context("inventory", nested(129)), "v.json"), InputError,
+                    "v.json: context.inventory: JSON nested more than 128 levels deep");
+  EXPECT_EQ(report::parse_results(in_context("trust_warnings", nested(128)), "w.json").contexts[0].trust_warnings.size(),
+            1u);
+  EXPECT_THROW_WITH(report::parse_results(in_context("trust_warnings", nested(129)), "w.json"), InputError,
+                    "w.json: context.trust_warnings: JSON nested more than 128 levels deep");
+}
+
+// Axis ticks for any finite range: at least one, each finite, a bounded number. A subnormal span once gave none
+// (and the chart read ticks.back() of an empty vector); a log axis from 5e-324 started at 0 and never advanced.
+TEST(ReportSvg, AxisTicksForAnyFiniteRangeAreFiniteBoundedAndNeverNone) {
+  const auto sane = [](const std::vector<double>& ticks, const std::string& what) {
+    EXPECT_FALSE(ticks.empty()) << what;
+    EXPECT_LE(ticks.size(), 700u) << what;
+    for (const double t : ticks) EXPECT_TRUE(std::isfinite(t)) << what << ": " << t;
+  };
+  const double tiny = std::numeric_limits<double>::denorm_min(), huge = std::numeric_limits<double>::max();
+  const std::vector<std::pair<double, double>> ranges = {{0.0, tiny}, {0.0, 1.5e308}, {0.0, huge}, {-huge, huge},
+                                                         {1e300, 1e300}, {5.0, 5.0},  {1e16, 1e16 + 2}};
+  for (const auto& [lo, hi] : ranges) {
+    for (const int target : {1, 4, 5}) {
+      std::ostringstream what;
+      what << "linear_ticks(" << lo << ", " << hi << ", " << target << ")";
+      sane(report::linear_ticks(lo, hi, target), what.str());
+    }
+  }
+  sane(report::log_ticks(tiny, 1.0), "log_ticks(5e-324, 1)");
+  sane(report::log_ticks(1.0, 1.5e308), "log_ticks(1, 1.5e308)");
+  sane(report::log_ticks(tiny, huge), "log_ticks(5e-324, max)");
+  // Ordinary ranges as before: a 1-2-5 step; each power of ten around the values.
+  EXPECT_EQ(report::linear_ticks(0.0, 110.0, 5), (std::vector<double>{0.0, 50.0, 100.0}));
+  EXPECT_EQ(report::log_ticks(3.0, 4000.0), (std::vector<double>{1.0, 10.0, 100.0, 1000.0, 10000.0}));
+}
+
+namespace {
+
+// The images/s chart of one device, "cpu", at one batch size per value (JSON numbers as written).
+std::string rate_chart(const std::vector<std::string>& rates) {
+  std::string json = R"({"benchmarks": [)";
+  for (size_t i = 0; i < rates.size(); ++i) {
+    json += std::string(i ? "," : "") + R"({"name": "train_step/m/cpu/batch:)" + std::to_string(i + 1) +
+            R"(", "real_time": 1, "images_per_s": )" + rates[i] + "}";
+  }
+  const auto charts = report::make_charts(report::parse_results(json + "]}", "range.json"));
+  EXPECT_EQ(charts.size(), 1u);
+  return charts.empty() ? std::string() : charts[0].svg;
+}
+
+}  // namespace
+
+// A value no axis can place is not drawn: the chart says so in the bar's place and draws the rest. 1.7e308 made
+// the axis infinite, 5e-324 made it empty, and both next to a 1 made the log axis loop for ever. The charted range
+// is 1e-9 to 1e12, ends included.
+TEST(ReportSvg, ValuesOutOfTheChartsRangeAreNotedNotDrawn) {
+  static const std::regex non_finite(R"(="-?(nan|inf))");
+  for (const auto& rates : std::vector<std::vector<std::string>>{{"1.7e308"}, {"5e-324"}, {"5e-324", "1"}, {"1.5e308", "1"}}) {
+    const std::string svg = rate_chart(rates);
+    std::string why;
+    EXPECT_TRUE(well_formed_xml(svg, why)) << why << "\n" << svg;
+    EXPECT_FALSE(std::regex_search(svg, non_finite)) << svg;
+    EXPECT_EQ(count(svg, "is outside the charted range"), 1u) << svg;
+    EXPECT_EQ(count(svg, R"(class="bar")"), rates.size() - 1) << svg;  // the 1 is drawn
+  }
+  EXPECT_NE(rate_chart({"1.7e308"}).find(">cpu: 1.7e+308 is outside the charted range<"), std::string::npos);
+  for (const double drawn : {1e-9, 1e12}) {
+    const std::string svg = rate_chart({exact(drawn)});
+    EXPECT_EQ(count(svg, R"(class="bar")"), 1u) << exact(drawn) << "\n" << svg;
+    EXPECT_EQ(count(svg, "outside the charted range"), 0u) << svg;
+  }
+  for (const double noted : {std::nextafter(1e-9, 0.0), std::nextafter(1e12, INFINITY)}) {
+    const std::string svg = rate_chart({exact(noted)});
+    EXPECT_EQ(count(svg, R"(class="bar")"), 0u) << exact(noted) << "\n" << svg;
+    EXPECT_EQ(count(svg, "outside the charted range"), 1u) << svg;
+  }
+}
+
+namespace {
+
+// Model m<i> on the CPU (100 images/s) and on cuda:<i> (100 x (i + 1)), for i = 1 .. devices - 1: `devices`
+// devices in all, each GPU in one model's table.
+report::ResultSet cpu_and_gpus(size_t devices) {
+  std::string json = R"({"benchmarks": [)";
+  for (size_t i = 1; i < devices; ++i) {
+    const std::string model = "m" + std::to_string(i);
+    json += std::string(i > 1 ? "," : "") + R"({"name": "train_step/)" + model +
+            R"(/cpu/batch:1", "real_time": 1, "images_per_s": 100}, {"name": "train_step/)" + model + "/cuda:" +
+            std::to_string(i) + R"(/batch:1", "real_time": 1, "images_per_s": )" + std::to_string(100 * (i + 1)) + "}";
+  }
+  return report::parse_results(json + "]}", "many.json");
+}
+
+}  // namespace
+
+// A chart series and a table column per device stop at 64 devices (kMaxSideBySideDevices): 1 328 devices made the
+// report grow as models x devices (minutes of work for a 64 KB file). 63 and 64 devices are set side by side; with
+// 65 the charts say why they are not drawn and each model's table lists one device per line.
+TEST(ReportLarge, MoreThan64DevicesAreListedNotSetSideBySide) {
+  ASSERT_EQ(report::kMaxSideBySideDevices, 64u);
+  for (const size_t devices : {size_t{63}, size_t{64}}) {
+    const auto set = cpu_and_gpus(devices);
+    const auto charts = report::make_charts(set);
+    ASSERT_EQ(charts.size(), 2u);
+    EXPECT_EQ(count(charts[0].svg, R"(class="bar")"), 2 * (devices - 1));
+    EXPECT_EQ(count(charts[1].svg, R"(class="bar")"), devices - 1);
+    const std::string md = report::to_markdown(set, charts, report::ReportOptions{});
+    const std::string last = "cuda:" + std::to_string(devices - 1);
+    EXPECT_NE(md.find("| batch | cpu images/s | cuda:1 images/s |"), std::string::npos) << devices;
+    EXPECT_NE(md.find(" " + last + " vs cpu |\n"), std::string::npos) << devices;
+  }
+  const auto set = cpu_and_gpus(65);
+  const auto charts = report::make_charts(set);
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_EQ(charts[0].file, "images_per_s.svg");
+  EXPECT_EQ(charts[1].file, "speedup_vs_cpu.svg");
+  for (const auto& chart : charts) {
+    std::string why;
+    EXPECT_TRUE(well_formed_xml(chart.svg, why)) << chart.file << ": " << why;
+    EXPECT_EQ(count(chart.svg, R"(class="bar")"), 0u) << chart.file;
+    EXPECT_NE(chart.svg.find("Not drawn: 65 devices, more than the 64 a chart shows"), std::string::npos) << chart.svg;
+  }
+  const std::string md = report::to_markdown(set, charts, report::ReportOptions{});
+  EXPECT_EQ(md.find("images/s | cuda:"), std::string::npos) << "a column per device";
+  EXPECT_NE(md.find("### m1\n\n| batch | device | images/s | vs cpu |\n|---:|---|---:|---:|\n| 1 | cpu | 100 | - |\n"
+                    "| 1 | cuda:1 | 200 | 2.00x |\n"),
+            std::string::npos)
+      << md.substr(0, 4000);
+  EXPECT_NE(md.find("### m64\n\n| batch | device | images/s | vs cpu |\n|---:|---|---:|---:|\n| 1 | cpu | 100 | - |\n"
+                    "| 1 | cuda:64 | 6 500 | 65.0x |\n"),
+            std::string::npos);
+  // One sentence per model and GPU, in their order.
+  EXPECT_EQ(count(md, "\n- cuda:"), 64u);
+  EXPECT_NE(md.find("- cuda:1 is 2.00x cpu on m1 at batch 1 (200 vs 100 images/s).\n- cuda:2 is 3.00x cpu on m2"),
+            std::string::npos);
+  EXPECT_NE(md.find("- cuda:64 is 65.0x cpu on m64 at batch 1 (6 500 vs 100 images/s).\n"), std::string::npos);
+  const std::string console = report::to_console_summary(set, report::ReportOptions{});
+  EXPECT_NE(console.find("train_step/m64\nbatch  device   images/s  vs cpu\n"), std::string::npos) << console.substr(0, 4000);
+}
+
+// The sentences follow the models in first-seen order, then the devices in first-seen order, whatever order the
+// results come in; each at the largest batch both devices ran.
+TEST(ReportSummary, SentencesFollowTheModelsThenTheDevicesAsFirstSeen) {
+  const auto entry = [](const std::string& model, const std::string& device, int batch, double images_per_s) {
+    return R"({"name": "train_step/)" + model + "/" + device + "/batch:" + std::to_string(batch) +
+           R"(", "real_time": 1, "images_per_s": )" + std::to_string(images_per_s) + "}";
+  };
+  const std::string json = R"({"benchmarks": [)" + entry("b", "cuda:1", 8, 800) + "," + entry("a", "cpu", 8, 100) + "," +
+                           entry("a", "cuda:0", 8, 400) + "," + entry("b", "cpu", 8, 100) + "," +
+                           entry("a", "cuda:1", 8, 200) + "," + entry("b", "cuda:0", 8, 300) + "," +
+                           entry("b", "cpu", 16, 150) + "," + entry("b", "cuda:0", 16, 600) + "]}";
+  const std::string md = report::to_markdown(report::parse_results(json, "order.json"), {}, report::ReportOptions{});
+  EXPECT_NE(md.find("- cuda:1 is 8.00x cpu on b at batch 8 (800 vs 100 images/s).\n"
+                    "- cuda:0 is 4.00x cpu on b at batch 16 (600 vs 150 images/s).\n"
+                    "- cuda:1 is 2.00x cpu on a at batch 8 (200 vs 100 images/s).\n"
+                    "- cuda:0 is 4.00x cpu on a at batch 8 (400 vs 100 images/s).\n"),
+            std::string::npos)
+      << md;
 }

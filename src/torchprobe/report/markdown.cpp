@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "torchprobe/escape.h"
 #include "torchprobe/phases.h"
@@ -25,8 +27,57 @@ std::string rate_cell(const TrainRow& row, const std::string& device) {
   return cell;
 }
 
-/// Training images/s of one model: a column per device, then the speedup of each other device.
-Table training_table(const TrainView& view, const std::string& model) {
+/// The training rows of each model, in the view's model order, and each device's place in view.devices: built once,
+/// so that the tables and the sentences take time in the number of results, never models x devices x rows.
+struct ModelRows {
+  std::vector<std::pair<std::string, std::vector<const TrainRow*>>> models;
+  std::map<std::string, size_t> device_rank;
+};
+
+ModelRows model_rows(const TrainView& view) {
+  ModelRows grouped;
+  std::map<std::string, size_t> at;
+  for (const auto& row : view.rows) {
+    const auto [it, inserted] = at.try_emplace(row.model, grouped.models.size());
+    if (inserted) grouped.models.push_back({row.model, {}});
+    grouped.models[it->second].second.push_back(&row);
+  }
+  for (size_t i = 0; i < view.devices.size(); ++i) grouped.device_rank.emplace(view.devices[i], i);
+  return grouped;
+}
+
+std::string batch_cell(const TrainRow& row) {
+  return row.variant.empty() ? std::to_string(row.batch) : fmt::format("{} {}", row.batch, row.variant);
+}
+
+/// Training images/s of one model, one line per device that ran each configuration (in the view's device order),
+/// with its speedup: for more devices than fit side by side, where a column each would make every model's table
+/// as wide as the whole run.
+Table training_list(const TrainView& view, const ModelRows& grouped, const std::vector<const TrainRow*>& rows) {
+  Table t;
+  t.header = {"batch", "device", "images/s"};
+  t.right_aligned = {true, false, true};
+  if (!view.baseline.empty()) {
+    t.header.push_back("vs " + view.baseline);
+    t.right_aligned.push_back(true);
+  }
+  for (const TrainRow* row : rows) {
+    std::vector<std::pair<size_t, const std::string*>> ran;
+    for (const auto& entry : row->by_device) ran.emplace_back(grouped.device_rank.at(entry.first), &entry.first);
+    std::sort(ran.begin(), ran.end());
+    for (const auto& device : ran) {
+      const std::string& d = *device.second;
+      std::vector<std::string> cells = {batch_cell(*row), d, rate_cell(*row, d)};
+      if (!view.baseline.empty()) cells.push_back(d == view.baseline ? "-" : format_ratio(speedup(*row, d, view.baseline)));
+      t.add(cells);
+    }
+  }
+  return t;
+}
+
+/// Training images/s of one model (its rows): a column per device, then the speedup of each other device.
+Table training_table(const TrainView& view, const ModelRows& grouped, const std::vector<const TrainRow*>& rows) {
+  if (view.devices.size() > kMaxSideBySideDevices) return training_list(view, grouped, rows);
   Table t;
   t.header = {"batch"};
   for (const auto& d : view.devices) t.header.push_back(d + " images/s");
@@ -34,13 +85,11 @@ Table training_table(const TrainView& view, const std::string& model) {
     if (!view.baseline.empty() && d != view.baseline) t.header.push_back(d + " vs " + view.baseline);
   }
   t.right_aligned.assign(t.header.size(), true);
-  for (const auto& row : view.rows) {
-    if (row.model != model) continue;
-    std::vector<std::string> cells = {row.variant.empty() ? std::to_string(row.batch)
-                                                          : fmt::format("{} {}", row.batch, row.variant)};
-    for (const auto& d : view.devices) cells.push_back(rate_cell(row, d));
+  for (const TrainRow* row : rows) {
+    std::vector<std::string> cells = {batch_cell(*row)};
+    for (const auto& d : view.devices) cells.push_back(rate_cell(*row, d));
     for (const auto& d : view.devices) {
-      if (!view.baseline.empty() && d != view.baseline) cells.push_back(format_ratio(speedup(row, d, view.baseline)));
+      if (!view.baseline.empty() && d != view.baseline) cells.push_back(format_ratio(speedup(*row, d, view.baseline)));
     }
     t.add(cells);
   }
@@ -50,7 +99,7 @@ Table training_table(const TrainView& view, const std::string& model) {
 /// One plain sentence per model and device against the reference device (the CPU where it ran, else the first
 /// device): the ratio at the largest batch both ran in the baseline variant, e.g. "cuda:0 (NVIDIA H100 80GB HBM3)
 /// is 41.2x cpu on resnet18 at batch 64 (26 400 vs 641 images/s)".
-std::vector<std::string> comparison_sentences(const TrainView& view) {
+std::vector<std::string> comparison_sentences(const TrainView& view, const ModelRows& grouped) {
   std::vector<std::string> lines;
   if (view.devices.size() < 2) return lines;
   const std::string reference = view.baseline.empty() ? view.devices.front() : view.baseline;
@@ -59,21 +108,25 @@ std::vector<std::string> comparison_sentences(const TrainView& view) {
     const std::string& name = it == row.by_device.end() ? std::string() : it->second->device_name;
     return name.empty() || device.find(name) != std::string::npos ? device : fmt::format("{} ({})", device, name);
   };
-  for (const auto& model : view.models()) {
-    for (const auto& device : view.devices) {
-      if (device == reference) continue;
-      const TrainRow* best = nullptr;
-      for (const auto& row : view.rows) {
-        if (row.model == model && row.variant.empty() && std::isfinite(speedup(row, device, reference)) &&
-            (best == nullptr || row.batch > best->batch)) {
-          best = &row;
-        }
+  for (const auto& [model, rows] : grouped.models) {
+    // Per device (by its place in view.devices): the row of the largest batch both it and the reference ran.
+    // Only the devices each row has are visited, so a model costs its results, not all devices x its rows.
+    std::map<size_t, const TrainRow*> best;
+    for (const TrainRow* row : rows) {
+      if (!row->variant.empty()) continue;
+      for (const auto& entry : row->by_device) {
+        const std::string& device = entry.first;
+        if (device == reference || !std::isfinite(speedup(*row, device, reference))) continue;
+        const TrainRow*& kept = best[grouped.device_rank.at(device)];
+        if (kept == nullptr || row->batch > kept->batch) kept = row;
       }
-      if (best == nullptr) continue;
-      lines.push_back(fmt::format("{} is {} {} on {} at batch {} ({} vs {} images/s)", named(*best, device),
-                                  format_ratio(speedup(*best, device, reference)), named(*best, reference), model,
-                                  best->batch, format_rate(images_per_s(*best, device)),
-                                  format_rate(images_per_s(*best, reference))));
+    }
+    for (const auto& [rank, row] : best) {
+      const std::string& device = view.devices[rank];
+      lines.push_back(fmt::format("{} is {} {} on {} at batch {} ({} vs {} images/s)", named(*row, device),
+                                  format_ratio(speedup(*row, device, reference)), named(*row, reference), model,
+                                  row->batch, format_rate(images_per_s(*row, device)),
+                                  format_rate(images_per_s(*row, reference))));
     }
   }
   return lines;
@@ -312,7 +365,8 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
   if (!devices.rows.empty()) out += "\n## Devices\n\n" + devices.markdown();
 
   const TrainView view = train_view(results);
-  const auto sentences = comparison_sentences(view);
+  const ModelRows grouped = model_rows(view);
+  const auto sentences = comparison_sentences(view, grouped);
   if (!sentences.empty()) {
     out += "\n## In short\n\nTraining throughput, baseline variant (fp32, NCHW), at the largest batch both devices ran:\n\n";
     for (const auto& line : sentences) out += "- " + markdown_text(line) + ".\n";
@@ -323,8 +377,8 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
     out += view.baseline.empty() || view.devices.size() < 2 ? ".\n"
                                                             : fmt::format(", speedup against {}.\n", markdown_text(view.baseline));
     for (const auto& chart : charts) out += fmt::format("\n![{}]({})\n", markdown_text(chart.title), chart.file);
-    for (const auto& model : view.models()) {
-      out += fmt::format("\n### {}\n\n", markdown_text(model)) + training_table(view, model).markdown();
+    for (const auto& [model, rows] : grouped.models) {
+      out += fmt::format("\n### {}\n\n", markdown_text(model)) + training_table(view, grouped, rows).markdown();
     }
     const Table variants = variant_table(results);
     if (!variants.rows.empty()) {
@@ -386,11 +440,12 @@ std::string to_console_summary(const ResultSet& results, const ReportOptions& op
     if (c.partial()) out += fmt::format("PARTIAL RUN: {} is {}\n", terminal_line(c.source), terminal_line(c.run_status));
   }
   const TrainView view = train_view(results);
-  const auto sentences = comparison_sentences(view);
+  const ModelRows grouped = model_rows(view);
+  const auto sentences = comparison_sentences(view, grouped);
   for (const auto& line : sentences) out += terminal_line(line) + "\n";
   if (!sentences.empty()) out += "\n";
-  for (const auto& model : view.models()) {
-    out += fmt::format("train_step/{}\n", terminal_line(model)) + training_table(view, model).console() + "\n";
+  for (const auto& [model, rows] : grouped.models) {
+    out += fmt::format("train_step/{}\n", terminal_line(model)) + training_table(view, grouped, rows).console() + "\n";
   }
   const Table variants = variant_table(results);
   if (!variants.rows.empty()) out += "train_step variants\n" + variants.console() + "\n";

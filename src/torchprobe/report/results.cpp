@@ -38,6 +38,36 @@ double ms_per_unit(const std::string& unit, const std::string& where) {
   throw InputError(fmt::format("{}: unknown time_unit '{}'", where, unit));
 }
 
+// nlohmann's dump, copies and comparisons recurse once per level of nesting: a document nested deeper than
+// this (Google Benchmark's files are 3 levels deep) is refused before it is parsed, so that no value of it
+// can overflow the stack.
+constexpr int kMaxJsonDepth = 128;
+
+// Throws when `text` nests arrays and objects more than kMaxJsonDepth deep; `what` names it in the message.
+// Brackets inside strings do not count; unbalanced ones are left to the parser to report.
+void check_nesting(const std::string& text, const std::string& what) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw InputError(fmt::format("{}: JSON nested more than {} levels deep", what, kMaxJsonDepth));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 std::string string_or(const json& object, const char* key, const std::string& fallback = "") {
   const auto it = object.find(key);
   if (it == object.end() || it->is_null()) return fallback;
@@ -59,6 +89,7 @@ std::string gib(double bytes) { return fmt::format("{:.0f} GiB", bytes / (1024.0
 std::vector<DeviceInfo> devices_from_inventory(const std::string& text, const std::string& source) {
   std::vector<DeviceInfo> devices;
   if (text.empty()) return devices;
+  check_nesting(text, source + ": context.inventory");
   json inv;
   try {
     inv = json::parse(text);
@@ -96,6 +127,14 @@ int int_field(const json& entry, const char* key, const std::string& where) {
   return it->get<int>();
 }
 
+// A count or an index of one benchmark entry (repetitions, repetition_index): Google Benchmark never writes a
+// negative one, and the repetition arithmetic assumes there is none.
+int count_field(const json& entry, const char* key, const std::string& where) {
+  const int value = int_field(entry, key, where);
+  if (value < 0) throw InputError(fmt::format("{}: \"{}\" must not be negative, got {}", where, key, value));
+  return value;
+}
+
 RunContext parse_context(const json& doc, const std::string& source) {
   RunContext ctx;
   ctx.source = source;
@@ -116,6 +155,7 @@ RunContext parse_context(const json& doc, const std::string& source) {
   ctx.devices = devices_from_inventory(string_or(c, "inventory"), source);
   const std::string warnings = string_or(c, "trust_warnings");
   if (!warnings.empty()) {
+    check_nesting(warnings, source + ": context.trust_warnings");
     json list;
     try {
       list = json::parse(warnings);
@@ -328,6 +368,7 @@ ResultSet parse_results(const std::string& json_text, const std::string& source)
 
 namespace {
 ResultSet parse_document(const std::string& json_text, const std::string& source) {
+  check_nesting(json_text, source);
   json doc;
   try {
     doc = json::parse(nonfinite_to_null(json_text));
@@ -373,7 +414,7 @@ ResultSet parse_document(const std::string& json_text, const std::string& source
     const std::string run_type = string_or(entry, "run_type", "iteration");
     if (run_type == "iteration" && entry.contains("repetition_index")) {
       // Two benchmarks registered under one name would merge their repetitions silently.
-      const int repetition = int_field(entry, "repetition_index", at);
+      const int repetition = count_field(entry, "repetition_index", at);
       if (!acc.repetitions_seen.insert(repetition).second) {
         throw InputError(fmt::format("{}: repetition {} of '{}' appears twice: two benchmarks in this file share the name "
                                      "(give them distinct names)", at, repetition, run_name.substr(0, 200)));
@@ -386,7 +427,7 @@ ResultSet parse_document(const std::string& json_text, const std::string& source
       }
     } else if (run_type == "aggregate") {
       const std::string aggregate = string_or(entry, "aggregate_name");
-      acc.aggregate_repetitions = int_field(entry, "repetitions", at);
+      acc.aggregate_repetitions = count_field(entry, "repetitions", at);
       if (aggregate == "median") {
         acc.aggregate_median_ms.push_back(real_time * to_ms);
         for (const auto& [k, v] : entry.items()) {

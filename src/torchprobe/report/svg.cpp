@@ -18,6 +18,11 @@ const char* const kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76
 constexpr double kPad = 10, kPlotWidth = 540, kTop = 56, kBarHeight = 18, kBarGap = 4, kGroupGap = 14;
 constexpr double kLabelFont = 12, kValueFont = 11, kTitleFont = 16;
 constexpr size_t kMaxLabelChars = 80;  // longer group labels are cut (the full one is the bar's tooltip)
+// Values drawn as bars. No throughput or speedup comes near either end; beyond them the axis arithmetic (x1.1,
+// powers of ten) leaves a double's range. A value outside is noted in its bar's place instead.
+constexpr double kLowestCharted = 1e-9, kHighestCharted = 1e12;
+
+bool charted(double v) { return v >= kLowestCharted && v <= kHighestCharted; }
 
 struct Series {
   std::string name;
@@ -42,25 +47,47 @@ std::string tick_label(double v, const std::string& suffix) {
   return fmt::format("{:g}", v) + suffix;
 }
 
+std::string svg_document(double width, double height, const std::string& body) {
+  return fmt::format(R"(<?xml version="1.0" encoding="UTF-8"?>)" "\n"
+                     R"(<svg xmlns="http://www.w3.org/2000/svg" width="{0:.0f}" height="{1:.0f}" viewBox="0 0 {0:.0f} {1:.0f}" font-family="sans-serif">)" "\n"
+                     R"(<rect width="100%" height="100%" fill="white"/>)" "\n{2}</svg>\n",
+                     width, height, body);
+}
+
+std::string title_text(const std::string& title) {
+  return fmt::format(R"(<text x="{}" y="24" font-size="{}" font-weight="bold">{}</text>)" "\n", kPad, kTitleFont,
+                     xml_escape(title));
+}
+
+// A chart that is not drawn: its title, and why, in the red of a missing bar's note.
+std::string note_chart(const std::string& title, const std::string& note) {
+  const std::string body =
+      title_text(title) + fmt::format(R"(<text x="{}" y="{}" font-size="{}" fill="#b00">{}</text>)" "\n", kPad, kTop,
+                                      kLabelFont, xml_escape(note));
+  const double right_edge = std::max(kPad + 1.1 * text_width(title, kTitleFont), kPad + text_width(note, kLabelFont));
+  return svg_document(std::ceil(right_edge + kPad), kTop + 24, body);
+}
+
 std::string bar_chart(const BarChartSpec& spec) {
   double lo = INFINITY, hi = 0.0;
   for (const auto& s : spec.series) {
     for (const double v : s.values) {
-      if (std::isfinite(v) && v > 0.0) lo = std::min(lo, v), hi = std::max(hi, v);
+      if (charted(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
   }
-  if (std::isfinite(spec.reference)) lo = std::min(lo, spec.reference), hi = std::max(hi, spec.reference);
+  if (charted(spec.reference)) lo = std::min(lo, spec.reference), hi = std::max(hi, spec.reference);
   if (!(hi > 0.0)) lo = 1.0, hi = 10.0;
   // Devices can differ by 100x or more: a log axis keeps every bar readable.
   const bool log_axis = hi / lo > 30.0;
   const double axis_lo = log_axis ? std::pow(10.0, std::floor(std::log10(lo))) : 0.0;
   const double axis_hi = log_axis ? std::pow(10.0, std::ceil(std::log10(hi))) : hi * 1.1;
-  std::vector<double> ticks;
-  if (log_axis) {
-    for (double t = axis_lo; t <= axis_hi * 1.001; t *= 10.0) ticks.push_back(t);
-  } else {
-    ticks = linear_ticks(0.0, axis_hi, /*target=*/5);
-  }
+  const std::vector<double> ticks = log_axis ? log_ticks(lo, hi) : linear_ticks(0.0, axis_hi, /*target=*/5);
+  // What shows in place of a missing bar: the series' note ("failed"), or that the value is off the chart.
+  const auto note_of = [](const Series& s, size_t g) {
+    const double v = s.values[g];
+    if (!s.notes[g].empty() || charted(v) || !(v > 0.0)) return s.notes[g];
+    return fmt::format("{:.3g} is outside the charted range", v);
+  };
 
   // The margins hold the text: group labels on the left; value labels, notes and the last tick on the right.
   std::vector<std::string> labels;
@@ -80,9 +107,12 @@ std::string bar_chart(const BarChartSpec& spec) {
   for (const auto& s : spec.series) {
     for (size_t g = 0; g < s.values.size(); ++g) {
       const double v = s.values[g];
-      right_edge = std::max(right_edge, std::isfinite(v) && v > 0.0
-                                            ? x_of(v) + 4 + text_width(spec.format(v), kValueFont)
-                                            : left + 4 + text_width(s.name + ": " + s.notes[g], kValueFont));
+      if (charted(v)) {
+        right_edge = std::max(right_edge, x_of(v) + 4 + text_width(spec.format(v), kValueFont));
+        continue;
+      }
+      const std::string note = note_of(s, g);  // only what is drawn is measured: most groups lack most devices
+      if (!note.empty()) right_edge = std::max(right_edge, left + 4 + text_width(s.name + ": " + note, kValueFont));
     }
   }
   const std::string axis_title = spec.axis_label + " (" + spec.direction + (log_axis ? ", log scale" : "") + ")";
@@ -93,9 +123,7 @@ std::string bar_chart(const BarChartSpec& spec) {
   const double plot_height = static_cast<double>(spec.groups.size()) * group_height;
   const double legend_y = kTop + plot_height + 46;
   const double height = legend_y + 24;
-  std::string body;
-  body += fmt::format(R"(<text x="{}" y="24" font-size="{}" font-weight="bold">{}</text>)" "\n", kPad, kTitleFont,
-                      xml_escape(spec.title));
+  std::string body = title_text(spec.title);
 
   const double axis_y = kTop + plot_height;
   for (const double t : ticks) {
@@ -117,8 +145,8 @@ std::string bar_chart(const BarChartSpec& spec) {
     for (size_t s = 0; s < spec.series.size(); ++s) {
       const double v = spec.series[s].values[g];
       const double y = y0 + static_cast<double>(s) * (kBarHeight + kBarGap);
-      if (!std::isfinite(v) || v <= 0.0) {
-        const std::string& note = spec.series[s].notes[g];
+      if (!charted(v)) {
+        const std::string note = note_of(spec.series[s], g);
         if (!note.empty()) {
           body += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="{}" fill="#b00">{}: {}</text>)" "\n", left + 4,
                               y + kBarHeight - 5, kValueFont, xml_escape(spec.series[s].name), xml_escape(note));
@@ -147,11 +175,7 @@ std::string bar_chart(const BarChartSpec& spec) {
     lx += 16 + text_width(spec.series[s].name, kLabelFont) + 12;
   }
   right_edge = std::max(right_edge, lx);
-  const double width = std::ceil(right_edge + kPad);
-  return fmt::format(R"(<?xml version="1.0" encoding="UTF-8"?>)" "\n"
-                     R"(<svg xmlns="http://www.w3.org/2000/svg" width="{0:.0f}" height="{1:.0f}" viewBox="0 0 {0:.0f} {1:.0f}" font-family="sans-serif">)" "\n"
-                     R"(<rect width="100%" height="100%" fill="white"/>)" "\n{2}</svg>\n",
-                     width, height, body);
+  return svg_document(std::ceil(right_edge + kPad), height, body);
 }
 
 std::string format_speedup(double v) { return format_ratio(v); }
@@ -173,16 +197,28 @@ std::vector<Chart> make_charts(const ResultSet& results) {
   std::vector<Chart> charts;
   const TrainView view = train_view(results);
   if (view.rows.empty()) return charts;
-  BarChartSpec rate{"Training step throughput per device", "images/s", "higher is better", {}, {}, NAN, &format_rate, ""};
+  const std::string rate_title = "Training step throughput per device";
+  const std::string gain_title = "Training step speedup vs " + view.baseline;
+  const bool gains = !view.baseline.empty() && view.devices.size() > 1;
+  // A bar per device and configuration: with this many devices the chart would be unreadable (and as large as
+  // devices x configurations); the same files say so, for report.md's links and the dashboard.
+  if (view.devices.size() > kMaxSideBySideDevices) {
+    const std::string note = fmt::format("Not drawn: {} devices, more than the {} a chart shows; the training tables "
+                                         "list each.", view.devices.size(), kMaxSideBySideDevices);
+    charts.push_back({"images_per_s.svg", "Training images/s per device", note_chart(rate_title, note)});
+    if (gains) charts.push_back({"speedup_vs_cpu.svg", "Training speedup vs the CPU", note_chart(gain_title, note)});
+    return charts;
+  }
+  BarChartSpec rate{rate_title, "images/s", "higher is better", {}, {}, NAN, &format_rate, ""};
   for (const auto& row : view.rows) rate.groups.push_back(row.label());
   for (const auto& device : view.devices) {
     rate.series.push_back(series(view, device, [&](const TrainRow& row) { return images_per_s(row, device); }));
   }
   charts.push_back({"images_per_s.svg", "Training images/s per device", bar_chart(rate)});
 
-  if (!view.baseline.empty() && view.devices.size() > 1) {
-    BarChartSpec gain{"Training step speedup vs " + view.baseline, "speedup vs " + view.baseline, "x, higher is better",
-                      rate.groups, {}, 1.0, &format_speedup, "x"};
+  if (gains) {
+    BarChartSpec gain{gain_title, "speedup vs " + view.baseline, "x, higher is better", rate.groups, {}, 1.0,
+                      &format_speedup, "x"};
     for (const auto& device : view.devices) {
       if (device == view.baseline) continue;
       gain.series.push_back(

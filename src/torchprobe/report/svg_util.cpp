@@ -1,5 +1,6 @@
 #include "torchprobe/report/svg_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -39,10 +40,37 @@ std::string shorten(const std::string& text, size_t max_chars) {
 
 std::vector<double> linear_ticks(double lo, double hi, int target) {
   std::vector<double> ticks;
-  if (!(hi > lo)) hi = lo + 1.0;
+  if (!std::isfinite(lo)) lo = 0.0;
+  if (!(hi > lo) || !std::isfinite(hi)) hi = lo + 1.0;
+  target = std::max(target, 1);
   const double raw = (hi - lo) / target, mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-6; t += step) ticks.push_back(t == 0.0 ? 0.0 : t);  // no "-0"
+  // Near a double's limits the step can overflow, underflow to 0 (a subnormal span) or not advance t (a span
+  // below lo's precision): such ranges get the ticks the bounded loop reaches, at least `lo`, never a hang.
+  if (std::isfinite(step) && step > 0.0) {
+    const long long most = 4LL * target + 4;  // a 1-2-5 step gives at most target + 2
+    double t = std::ceil(lo / step - 1e-9) * step;
+    for (long long i = 0; i < most && std::isfinite(t) && t <= hi + step * 1e-6; ++i, t += step) {
+      if (!ticks.empty() && !(t > ticks.back())) break;  // the step is below t's precision
+      ticks.push_back(t == 0.0 ? 0.0 : t);  // no "-0"
+    }
+  }
+  if (ticks.empty()) ticks.push_back(lo);
+  return ticks;
+}
+
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> ticks;
+  if (lo > 0.0 && hi >= lo && std::isfinite(hi)) {
+    const double first = std::pow(10.0, std::floor(std::log10(lo)));
+    const double last = std::pow(10.0, std::ceil(std::log10(hi)));
+    // 10^floor underflows to 0 below 1e-323 and 10^ceil overflows above 1e308: t must stay finite and positive.
+    constexpr size_t kMostDecades = 700;  // 1e-324 to 1e308, with room
+    for (double t = first; t > 0.0 && std::isfinite(t) && t <= last * 1.001 && ticks.size() < kMostDecades; t *= 10.0) {
+      ticks.push_back(t);
+    }
+  }
+  if (ticks.empty()) ticks.push_back(lo > 0.0 && std::isfinite(lo) ? lo : 1.0);
   return ticks;
 }
 

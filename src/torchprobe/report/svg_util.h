@@ -17,7 +17,12 @@ double text_width(const std::string& text, double font_size);
 /// `text` when it has at most `max_chars` characters (UTF-8 aware), else its first `max_chars` and "...".
 std::string shorten(const std::string& text, size_t max_chars);
 
-/// Ticks of a linear axis from `lo` to at least `hi` on a 1-2-5 step, about `target` of them.
+/// Ticks of a linear axis from `lo` to at least `hi` on a 1-2-5 step, about `target` of them; at least one
+/// for any input (a range a double cannot step through gives `lo` alone).
 std::vector<double> linear_ticks(double lo, double hi, int target);
+
+/// Ticks of a log axis for values from `lo` to `hi` (0 < lo <= hi): each power of ten from the one at or below
+/// `lo` to the one at or above `hi`; at least one for any input, and only finite, positive ones.
+std::vector<double> log_ticks(double lo, double hi);
 
 }  // namespace torchprobe::report

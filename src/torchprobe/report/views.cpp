@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -26,8 +27,9 @@ std::string TrainRow::label() const {
 
 std::vector<std::string> TrainView::models() const {
   std::vector<std::string> names;
+  std::set<std::string> seen;
   for (const auto& row : rows) {
-    if (std::find(names.begin(), names.end(), row.model) == names.end()) names.push_back(row.model);
+    if (seen.insert(row.model).second) names.push_back(row.model);
   }
   return names;
 }
@@ -48,20 +50,16 @@ std::string train_variant(const Result& r, const std::string& separator) {
 
 TrainView train_view(const ResultSet& results) {
   TrainView view;
+  // Indexed, not searched: a file of thousands of models or devices takes time in its size, not its square.
+  std::set<std::string> devices_seen;
+  std::map<std::tuple<std::string, std::string, std::int64_t>, size_t> row_at;
   for (const auto& r : results.results) {
     if (r.suite != "train_step") continue;
-    if (std::find(view.devices.begin(), view.devices.end(), r.device_label) == view.devices.end()) {
-      view.devices.push_back(r.device_label);
-    }
+    if (devices_seen.insert(r.device_label).second) view.devices.push_back(r.device_label);
     const std::string variant = train_variant(r, "/");
-    auto row = std::find_if(view.rows.begin(), view.rows.end(), [&](const TrainRow& t) {
-      return t.model == r.subject && t.variant == variant && t.batch == r.batch;
-    });
-    if (row == view.rows.end()) {
-      view.rows.push_back({r.subject, variant, r.batch, {}});
-      row = std::prev(view.rows.end());
-    }
-    row->by_device[r.device_label] = &r;
+    const auto [at, inserted] = row_at.try_emplace(std::make_tuple(r.subject, variant, r.batch), view.rows.size());
+    if (inserted) view.rows.push_back({r.subject, variant, r.batch, {}});
+    view.rows[at->second].by_device[r.device_label] = &r;
   }
   for (const auto& d : view.devices) {
     if (d == "cpu" || d.rfind("cpu@", 0) == 0) {
@@ -70,8 +68,9 @@ TrainView train_view(const ResultSet& results) {
     }
   }
   // Models in first-seen order; within a model, variants then batch sizes ascending.
-  const auto models = view.models();
-  const auto model_rank = [&](const std::string& m) { return std::find(models.begin(), models.end(), m) - models.begin(); };
+  std::map<std::string, size_t> rank;
+  for (const auto& model : view.models()) rank.emplace(model, rank.size());
+  const auto model_rank = [&](const std::string& m) { return rank.at(m); };
   std::stable_sort(view.rows.begin(), view.rows.end(), [&](const TrainRow& a, const TrainRow& b) {
     return std::make_tuple(model_rank(a.model), a.variant, a.batch) < std::make_tuple(model_rank(b.model), b.variant, b.batch);
   });
@@ -105,10 +104,11 @@ double datasheet_mfu_pct(const Result& r) {
 
 std::vector<PeakRow> peak_rows(const ResultSet& results) {
   std::vector<PeakRow> rows;
-  std::set<std::string> seen;
+  std::map<std::string, size_t> row_of;  // device label|what -> its row
   const auto add = [&](const Result& r, const std::string& what, double measured) {
     if (!(measured > 0.0)) return;
-    if (seen.insert(r.device_label + "|" + what).second) {
+    const auto [at, inserted] = row_of.try_emplace(r.device_label + "|" + what, rows.size());
+    if (inserted) {
       const Datasheet* sheet = datasheet_for(r.device_name);
       const double figure = sheet == nullptr ? kNaN
                             : what == "memory" ? sheet->memory_gb_per_s
@@ -116,8 +116,7 @@ std::vector<PeakRow> peak_rows(const ResultSet& results) {
       rows.push_back({r.device_label, r.device_name, what, measured, figure, sheet == nullptr ? "" : sheet->source});
     }
     // The roof's parts, from the first of its results that recorded them (not every benchmark does).
-    PeakRow& row = *std::find_if(rows.begin(), rows.end(),
-                                 [&](const PeakRow& p) { return p.device_label == r.device_label && p.what == what; });
+    PeakRow& row = rows[at->second];
     if (what == "memory" || row.kernels > 0.0 || !r.has("roof_gemm_gflop_per_s")) return;
     const auto part = [&](const char* counter) { return r.has(counter) ? r.counter(counter) : 0.0; };
     row.kernels = std::max(part("roof_gemm_gflop_per_s"), part("roof_conv_gflop_per_s"));

@@ -1,5 +1,6 @@
 #pragma once
 // Derived views of a ResultSet shared by the printers, so each figure is computed in one place.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -33,6 +34,11 @@ struct TrainView {
   std::vector<std::string> models() const;
 };
 TrainView train_view(const ResultSet& results);
+
+/// The most devices the printers set side by side: a chart series or a table column each. With more, a chart says
+/// it is not drawn and the training tables list one device per line, so that the report grows with the number of
+/// results, not with models x devices.
+constexpr std::size_t kMaxSideBySideDevices = 64;
 
 /// images/s on `device` over images/s on the baseline; NaN when either is missing or failed.
 double speedup(const TrainRow& row, const std::string& device, const std::string& baseline);

@@ -58,7 +58,7 @@ void BM_history_show(benchmark::State& state) {
   size_t changes = 0;
   for (auto _ : state) {
     const history::Store store(database(), history::Store::Mode::kExisting);
-    const auto reports = history::analyze(store.series({}), {});
+    const auto reports = history::analyze(store.series({}), {}, [&store](const history::Point& p) { return store.samples(p.benchmark_id); });
     benchmark::DoNotOptimize(history::show_console(reports, 10));
     changes = 0;
     for (const auto& r : reports) changes += r.changes.size();
@@ -71,7 +71,7 @@ void BM_history_html(benchmark::State& state) {
   size_t bytes = 0;
   for (auto _ : state) {
     const history::Store store(database(), history::Store::Mode::kExisting);
-    const auto reports = history::analyze(store.series({}), {});
+    const auto reports = history::analyze(store.series({}), {}, [&store](const history::Point& p) { return store.samples(p.benchmark_id); });
     const std::string html = history::dashboard_html(reports, store.latest_runs({}), {});
     torchprobe::io::write_file_set(work().file("site"), {{"index.html", html}});
     bytes = html.size();

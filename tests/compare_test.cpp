@@ -341,9 +341,11 @@ TEST(CompareBoundaries, SignificantOnlyWhenPIsBelowAlphaNeverEqual) {
 
 // "SLOWER when the median grew by more than the threshold": +5.0% exactly (10 ms -> 10.5 ms) is SAME, also when the
 // test is significant (5 v 5 separated, p = 2/252); a threshold one step lower makes it SLOWER. Likewise -5.0%.
+// Repetitions without spread, so the change's interval is its point (a spread would let the interval reach past
+// the threshold: CompareBoundaries.ASignificantChangeWhoseIntervalReachesPastTheThresholdIsSlower).
 TEST(CompareBoundaries, AChangeExactlyAtTheThresholdIsSame) {
-  const std::vector<double> base = {9.8, 9.9, 10.0, 10.1, 10.2};
-  const std::vector<double> up = {10.3, 10.4, 10.5, 10.6, 10.7}, down = {9.3, 9.4, 9.5, 9.6, 9.7};
+  const std::vector<double> base(5, 10.0);
+  const std::vector<double> up(5, 10.5), down(5, 9.5);
   const auto verdict = [&](const std::vector<double>& current, double threshold) {
     const auto r = report::compare_results(timings(base), timings(current), with(threshold, 0.05));
     EXPECT_LT(only_row(r).p, 0.05);
@@ -358,9 +360,30 @@ TEST(CompareBoundaries, AChangeExactlyAtTheThresholdIsSame) {
   EXPECT_EQ(verdict(down, std::nextafter(5.0, 0.0)), report::Verdict::kFaster);
   EXPECT_EQ(verdict(down, std::nextafter(5.0, 10.0)), report::Verdict::kSame);
   // A user's threshold is the boundary in the same way: +20.0% exactly against --threshold 20%.
-  const std::vector<double> fifth = {11.8, 11.9, 12.0, 12.1, 12.2};
+  const std::vector<double> fifth(5, 12.0);
   EXPECT_EQ(verdict(fifth, 20.0), report::Verdict::kSame);
   EXPECT_EQ(verdict(fifth, std::nextafter(20.0, 0.0)), report::Verdict::kSlower);
+}
+
+// What history calls a change, compare calls one too: measured +4.0% (10 -> 10.4 ms), significant (5 v 5 separated),
+// is SLOWER at a 5% threshold when the current repetitions spread so that the median's 90% bootstrap interval
+// reaches past 5%, and SAME when they are tight (the interval stays under 5%). The same, mirrored, for FASTER.
+TEST(CompareBoundaries, ASignificantChangeWhoseIntervalReachesPastTheThresholdIsSlower) {
+  const std::vector<double> base = {9.98, 9.99, 10.0, 10.01, 10.02};
+  const std::vector<double> noisy = {10.2, 10.3, 10.4, 10.9, 11.2}, tight = {10.38, 10.39, 10.4, 10.41, 10.42};
+  const auto judged = [&](const std::vector<double>& current) {
+    return only_row(report::compare_results(timings(base), timings(current), {}));
+  };
+  EXPECT_NEAR(judged(noisy).change_pct, 4.0, 1e-9);
+  EXPECT_LT(judged(noisy).p, 0.05);
+  EXPECT_EQ(judged(noisy).verdict, report::Verdict::kSlower);
+  EXPECT_NE(judged(noisy).note.find("measured +4.0%; its 90% interval reaches +"), std::string::npos) << judged(noisy).note;
+  EXPECT_EQ(judged(tight).verdict, report::Verdict::kSame);
+  const std::vector<double> noisy_down = {8.8, 9.1, 9.6, 9.7, 9.8};  // -4.0%, a spread down to -12%
+  EXPECT_EQ(judged(noisy_down).verdict, report::Verdict::kFaster);
+  // Not significant: the interval alone never makes a verdict (3 v 3 cannot reach p < 0.05).
+  const auto few = report::compare_results(timings({9.99, 10.0, 10.01}), timings({10.2, 10.4, 11.2}), {});
+  EXPECT_EQ(only_row(few).verdict, report::Verdict::kSame);
 }
 
 // UNCONFIRMED: slower beyond the threshold, and the repetitions cannot reach p < alpha. 3 + 3 repetitions reach

@@ -52,7 +52,8 @@ struct ReadFlags {
   }
   /// The series `query` selects in `store`, with their change points.
   std::vector<history::SeriesReport> analyze(const history::Store& store, const history::SeriesQuery& query) const {
-    return history::analyze(store.series(query), options());
+    return history::analyze(store.series(query), options(),
+                            [&store](const history::Point& p) { return store.samples(p.benchmark_id); });
   }
 };
 

@@ -24,30 +24,27 @@ double segment_median(const std::vector<Point>& points, size_t begin, size_t end
   return median(values);
 }
 
-// Medians between neighbouring change points; the weakest change below the minimum goes, until none is.
-std::vector<SeriesChange> settle(const Series& series, std::vector<ChangePoint> found, const ChangePointOptions& options) {
+// The change points as show and check print them: the medians between neighbouring change points (e_divisive has
+// already dropped those too small, judged on the same segments).
+std::vector<SeriesChange> changes_of(const Series& series, const std::vector<ChangePoint>& found) {
   const auto& points = series.points;
-  while (true) {
-    std::vector<SeriesChange> changes;
-    for (size_t c = 0; c < found.size(); ++c) {
-      const size_t begin = c == 0 ? 0 : found[c - 1].index;
-      const size_t end = c + 1 == found.size() ? points.size() : found[c + 1].index;
-      SeriesChange change;
-      change.index = found[c].index;
-      change.commit = points[change.index].commit;
-      change.date = points[change.index].date;
-      change.before_ms = segment_median(points, begin, change.index);
-      change.after_ms = segment_median(points, change.index, end);
-      change.change_pct = 100.0 * (change.after_ms - change.before_ms) / change.before_ms;
-      change.p_value = found[c].p_value;
-      changes.push_back(change);
-    }
-    const auto weakest = std::min_element(changes.begin(), changes.end(), [](const SeriesChange& a, const SeriesChange& b) {
-      return std::fabs(a.change_pct) < std::fabs(b.change_pct);
-    });
-    if (weakest == changes.end() || std::fabs(weakest->change_pct) >= options.min_change_pct) return changes;
-    found.erase(found.begin() + (weakest - changes.begin()));
+  std::vector<SeriesChange> changes;
+  for (size_t c = 0; c < found.size(); ++c) {
+    const size_t begin = c == 0 ? 0 : found[c - 1].index;
+    const size_t end = c + 1 == found.size() ? points.size() : found[c + 1].index;
+    SeriesChange change;
+    change.index = found[c].index;
+    change.commit = points[change.index].commit;
+    change.date = points[change.index].date;
+    change.before_ms = segment_median(points, begin, change.index);
+    change.after_ms = segment_median(points, change.index, end);
+    change.change_pct = found[c].change_pct;
+    change.low_pct = found[c].low_pct;
+    change.high_pct = found[c].high_pct;
+    change.p_value = found[c].p_value;
+    changes.push_back(change);
   }
+  return changes;
 }
 
 std::string points_table(const Series& series, const std::vector<SeriesChange>& changes, size_t last) {
@@ -75,10 +72,11 @@ std::string points_table(const Series& series, const std::vector<SeriesChange>& 
 
 // Console lines: the commit, date, name, device and host come from the database, so each is escaped.
 std::string change_line(const SeriesChange& c) {
-  return fmt::format("change point at {} ({}): {} -> {} ({}, p = {:.3f}){}", terminal_line(short_commit(c.commit)),
-                     terminal_line(c.date),
-                     format_duration(c.before_ms), format_duration(c.after_ms), format_pct(c.change_pct, /*sign=*/true),
-                     c.p_value, c.slowdown() ? " SLOWER" : " faster");
+  return fmt::format("change point at {} ({}): {} -> {} ({}, interval {} to {}, p = {:.3f}){}",
+                     terminal_line(short_commit(c.commit)), terminal_line(c.date), format_duration(c.before_ms),
+                     format_duration(c.after_ms), format_pct(c.change_pct, /*sign=*/true),
+                     format_pct(c.low_pct, /*sign=*/true), format_pct(c.high_pct, /*sign=*/true), c.p_value,
+                     c.slowdown() ? " SLOWER" : " faster");
 }
 
 std::string series_header(const Series& s) {
@@ -89,16 +87,27 @@ std::string series_header(const Series& s) {
 
 }  // namespace
 
-std::vector<SeriesReport> analyze(std::vector<Series> series, const ChangePointOptions& options) {
+std::vector<SeriesReport> analyze(std::vector<Series> series, const ChangePointOptions& options,
+                                  const SampleLoader& samples_of) {
   std::vector<SeriesReport> reports;
   reports.reserve(series.size());
   for (auto& s : series) {
     std::vector<double> values;
     values.reserve(s.points.size());
     for (const auto& p : s.points) values.push_back(p.median_ms);
-    std::vector<ChangePoint> found = e_divisive(values, options);
+    std::vector<ChangePoint> found = significant_splits(values, options);
+    // The repetitions of the runs the size rule may draw: those within its reach of a split.
+    std::vector<std::vector<double>> samples(s.points.size());
+    const size_t reach = few_runs_reach();
+    for (const auto& c : found) {
+      const size_t from = c.index > reach ? c.index - reach : 0, to = std::min(s.points.size(), c.index + reach);
+      for (size_t i = from; i < to; ++i) {
+        if (samples[i].empty()) samples[i] = samples_of ? samples_of(s.points[i]) : s.points[i].samples_ms;
+      }
+    }
+    keep_large_enough(values, samples, options, found);
     SeriesReport r{std::move(s), {}};
-    r.changes = settle(r.series, std::move(found), options);
+    r.changes = changes_of(r.series, found);
     reports.push_back(std::move(r));
   }
   return reports;
@@ -131,7 +140,8 @@ std::string show_json(const std::vector<SeriesReport>& reports) {
     json changes = json::array();
     for (const auto& c : r.changes) {
       changes.push_back({{"commit", c.commit}, {"date", c.date}, {"index", c.index}, {"before_ms", c.before_ms},
-                         {"after_ms", c.after_ms}, {"change_pct", c.change_pct}, {"p_value", c.p_value}});
+                         {"after_ms", c.after_ms}, {"change_pct", c.change_pct}, {"change_low_pct", c.low_pct},
+                         {"change_high_pct", c.high_pct}, {"p_value", c.p_value}});
     }
     benchmarks.push_back({{"name", r.series.name}, {"device", r.series.device}, {"host", r.series.host},
                           {"points", points}, {"change_points", changes}});
@@ -157,7 +167,8 @@ std::string check_console(const std::vector<Slowdown>& slowdowns, const std::str
     out += "  " + change_line(*s.change) + "\n";
     out += points_table(s.report->series, s.report->changes, /*last=*/8) + "\n";
   }
-  const std::string settings = fmt::format("min change {}, alpha {}", format_pct(options.min_change_pct), options.alpha);
+  const std::string settings = fmt::format("min change {} on the {:g}% interval, alpha {}", format_pct(options.min_change_pct),
+                                           100.0 * options.confidence, options.alpha);
   if (slowdowns.empty()) {
     out += fmt::format("OK: no slowdown change point at commit {} in {} series ({}; exit 0)\n", terminal_line(short_commit(commit)),
                        series_checked, settings);

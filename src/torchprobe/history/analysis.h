@@ -1,5 +1,6 @@
 #pragma once
 // Series with their change points, and what `torchprobe history show` and `check` print of them.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ struct SeriesChange {
   std::string commit, date;
   double before_ms = 0.0, after_ms = 0.0;
   double change_pct = 0.0;  ///< > 0: slower
+  double low_pct = 0.0, high_pct = 0.0;  ///< its bootstrap interval (ChangePointOptions::confidence)
   double p_value = 1.0;
   bool slowdown() const { return change_pct > 0.0; }
 };
@@ -23,9 +25,13 @@ struct SeriesReport {
   std::vector<SeriesChange> changes;
 };
 
-/// E-divisive on each series' per-run medians. Segment medians are taken between neighbouring change
-/// points; a change point whose final change is below the minimum is dropped (and its neighbours recomputed).
-std::vector<SeriesReport> analyze(std::vector<Series> series, const ChangePointOptions& options);
+/// E-divisive on each series' per-run medians, each change's size judged on its bootstrap interval over the runs
+/// and their stored repetitions (e_divisive). Segment medians are taken between neighbouring change points.
+/// `samples_of` gives a point's stored repetitions when the size rule needs them (Store::samples, read only for
+/// runs near a split); without it, each point's samples_ms.
+using SampleLoader = std::function<std::vector<double>(const Point&)>;
+std::vector<SeriesReport> analyze(std::vector<Series> series, const ChangePointOptions& options,
+                                  const SampleLoader& samples_of = nullptr);
 
 /// Per series: its runs (the last `last` of them; 0: all) with median and CV, and its change points.
 std::string show_console(const std::vector<SeriesReport>& reports, size_t last);

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <numeric>
 #include <random>
 
+#include "torchprobe/change_interval.h"
 #include "torchprobe/stats.h"
 
 namespace torchprobe::history {
@@ -76,6 +79,51 @@ size_t best_split(const std::vector<double>& q) {
   return static_cast<size_t>(std::max_element(q.begin() + 1, q.end()) - q.begin());
 }
 
+// Matteson & James's full search: the right side of a split need not run to the segment's end, so a block in the
+// middle (a regression undone later) stands out against its own surroundings. Q(tau, kappa) for the left side
+// [0, tau) and the right side [tau, kappa), from prefix sums of the distance matrix: O(n^2) per segment.
+struct Split {
+  double q = 0.0;
+  size_t tau = 0;
+};
+
+class KappaSearch {
+ public:
+  explicit KappaSearch(size_t n) : n_(n), prefix_((n + 1) * (n + 1), 0.0) {}
+  /// The largest Q(tau, kappa) over 1 <= tau < kappa <= n for the values in `order`.
+  Split best(const std::vector<double>& values, const std::vector<size_t>& order) {
+    const size_t w = n_ + 1;
+    for (size_t i = 0; i < n_; ++i) {
+      for (size_t j = 0; j < n_; ++j) {
+        prefix_[(i + 1) * w + j + 1] = prefix_[i * w + j + 1] + prefix_[(i + 1) * w + j] - prefix_[i * w + j] +
+                                       std::fabs(values[order[i]] - values[order[j]]);
+      }
+    }
+    const auto at = [&](size_t i, size_t j) { return prefix_[i * w + j]; };
+    const auto within = [&](size_t a, size_t b) { return (at(b, b) - at(a, b) - at(b, a) + at(a, a)) / 2.0; };
+    Split out;
+    for (size_t kappa = 2; kappa <= n_; ++kappa) {
+      for (size_t tau = 1; tau < kappa; ++tau) {
+        const double m = static_cast<double>(tau), k = static_cast<double>(kappa - tau);
+        const double between = at(tau, kappa) - at(tau, tau);
+        const double left = m >= 2 ? within(0, tau) / (m * (m - 1) / 2) : 0.0;
+        const double right = k >= 2 ? within(tau, kappa) / (k * (k - 1) / 2) : 0.0;
+        const double q = m * k / (m + k) * (2.0 * between / (m * k) - left - right);
+        if (q > out.q) out = {q, tau};
+      }
+    }
+    return out;
+  }
+
+ private:
+  size_t n_;
+  std::vector<double> prefix_;
+};
+
+// Segments up to this many runs get the full (tau, kappa) search; longer ones the right side to the end (O(n log n)
+// per permutation instead of O(n^2)), so a history of thousands of runs stays fast.
+constexpr size_t kKappaSearchLimit = 128;
+
 // p of the permutation test: how often a shuffled segment has a split at least as divergent.
 double permutation_p(const std::vector<double>& segment, double observed, const ChangePointOptions& options,
                      std::uint64_t seed) {
@@ -98,6 +146,43 @@ double permutation_p(const std::vector<double>& segment, double observed, const 
   return (1.0 + exceeding) / (1.0 + done);
 }
 
+// Both statistics on the same shuffles, combined by Westfall & Young's min-p, so the pair is held to alpha: each
+// statistic's p is its rank among the shuffles; the segment's p is how often a shuffle's smaller p is at most the
+// observed smaller p. `full_wins`: the full search gave the observed smaller p (ties go to the end-anchored one).
+double min_p(const std::vector<double>& segment, double observed_end, double observed_full, const ChangePointOptions& options,
+             std::uint64_t seed, bool& full_wins) {
+  const size_t n = segment.size();
+  const std::vector<size_t> rank = ranks_of(segment);
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  DistanceSums sums(n);
+  KappaSearch search(n);
+  std::mt19937_64 rng(seed);
+  const auto draws = static_cast<size_t>(options.permutations);
+  std::vector<double> ends(draws), fulls(draws);
+  for (size_t b = 0; b < draws; ++b) {
+    for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);  // Fisher-Yates
+    const std::vector<double> q = divergence_of(segment, rank, order, sums);
+    ends[b] = q[best_split(q)];
+    fulls[b] = search.best(segment, order).q;
+  }
+  // p of a value among the shuffles: (1 + how many are at least it, less a tolerance for rounding) / (1 + draws).
+  const auto p_of = [&](std::vector<double> sorted) {
+    std::sort(sorted.begin(), sorted.end());
+    return [sorted, draws](double x) {
+      const auto at_least = sorted.end() - std::lower_bound(sorted.begin(), sorted.end(), x * (1.0 - 1e-12));
+      return (1.0 + static_cast<double>(at_least)) / (1.0 + static_cast<double>(draws));
+    };
+  };
+  const auto p_end = p_of(ends), p_full = p_of(fulls);
+  const double observed_end_p = p_end(observed_end), observed_full_p = p_full(observed_full);
+  full_wins = observed_full_p < observed_end_p;
+  const double observed = std::min(observed_end_p, observed_full_p);
+  size_t as_small = 0;
+  for (size_t b = 0; b < draws; ++b) as_small += std::min(p_end(ends[b]), p_full(fulls[b])) <= observed * (1.0 + 1e-12) ? 1 : 0;
+  return (1.0 + static_cast<double>(as_small)) / (1.0 + static_cast<double>(draws));
+}
+
 // Every significant split, recursively: the best split of the segment is kept when the permutation test
 // gives p < alpha, then each side is searched in turn. The size of a change is judged afterwards, between
 // neighbouring change points (prune_small), so a step that a later step undoes (a regression fixed
@@ -107,10 +192,28 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
   if (end - begin < 3) return;
   const std::vector<double> segment(values.begin() + static_cast<std::ptrdiff_t>(begin),
                                     values.begin() + static_cast<std::ptrdiff_t>(end));
+  // A constant segment has no split: its Q is 0 but for rounding in the sums, which a shuffle may not match.
+  const auto [lowest, highest] = std::minmax_element(segment.begin(), segment.end());
+  if (*lowest == *highest) return;
+  // Two statistics: Q with the right side running to the segment's end (the most power for a change near an end,
+  // the newest runs included) and, for segments of up to kKappaSearchLimit runs, the full (tau, kappa) search (a
+  // block in the middle: a regression undone later), held to alpha together by min_p.
+  const std::uint64_t seed = options.seed ^ (begin * 0x9E3779B97F4A7C15ULL) ^ end;
   const std::vector<double> q = divergence(segment);
-  const size_t tau = best_split(q);
-  const double p = permutation_p(segment, q[tau], options, options.seed ^ (begin * 0x9E3779B97F4A7C15ULL) ^ end);
+  Split split{q[best_split(q)], best_split(q)};
+  double p = 1.0;
+  if (segment.size() <= kKappaSearchLimit) {
+    std::vector<size_t> order(segment.size());
+    std::iota(order.begin(), order.end(), 0);
+    const Split full = KappaSearch(segment.size()).best(segment, order);
+    bool full_wins = false;
+    p = min_p(segment, split.q, full.q, options, seed, full_wins);
+    if (full_wins && full.tau > 0) split = full;
+  } else {
+    p = permutation_p(segment, split.q, options, seed);
+  }
   if (p >= options.alpha) return;
+  const size_t tau = split.tau;
   found.push_back({begin + tau, p});
   bisect(values, begin, begin + tau, options, found);
   bisect(values, begin + tau, end, options, found);
@@ -121,20 +224,61 @@ double median_of(const std::vector<double>& values, size_t begin, size_t end) {
                                     values.begin() + static_cast<std::ptrdiff_t>(end)));
 }
 
-// Drops, smallest first, the change points whose medians on either side (up to the neighbouring change
-// points) differ by less than min_change_pct; each drop merges two segments, so the neighbours are judged again.
-void prune_small(const std::vector<double>& values, const ChangePointOptions& options, std::vector<ChangePoint>& found) {
+// Below this many runs on either side, estimate_change draws the repetitions too.
+constexpr size_t kFewRuns = 30;
+
+// The median of `values`, reordering them (nth_element: the bootstrap takes hundreds of thousands of these).
+double median_in_place(std::vector<double>& values) {
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2.0;
+}
+
+// One bootstrap draw of a segment's level: its runs drawn with replacement, each drawn run's level the median of
+// its repetitions drawn with replacement (its median where it has fewer than two), then the median of those.
+double resampled_level(const std::vector<double>& medians, const std::vector<std::vector<double>>& samples, size_t begin,
+                       size_t end, std::mt19937_64& rng, std::vector<double>& levels, std::vector<double>& reps) {
+  const size_t n = end - begin;
+  levels.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t run = begin + rng() % n;
+    const std::vector<double>* own = run < samples.size() ? &samples[run] : nullptr;
+    if (own == nullptr || own->size() < 2) {
+      levels.push_back(medians[run]);
+      continue;
+    }
+    reps.clear();
+    for (size_t r = 0; r < own->size(); ++r) reps.push_back((*own)[rng() % own->size()]);
+    levels.push_back(median_in_place(reps));
+  }
+  return median_in_place(levels);
+}
+
+// Drops, weakest first, the change points that are not large_enough between their neighbours; each drop merges
+// two segments, so the neighbours are judged again (estimates are kept per segment triple).
+void prune_small(const std::vector<double>& values, const std::vector<std::vector<double>>& samples,
+                 const ChangePointOptions& options, std::vector<ChangePoint>& found) {
+  std::map<std::tuple<size_t, size_t, size_t>, ChangeEstimate> known;
   while (!found.empty()) {
-    size_t smallest = 0;
-    double smallest_pct = INFINITY;
+    size_t weakest = found.size();
+    double weakest_reach = INFINITY;
     for (size_t i = 0; i < found.size(); ++i) {
       const size_t begin = i == 0 ? 0 : found[i - 1].index, end = i + 1 == found.size() ? values.size() : found[i + 1].index;
-      const double before = median_of(values, begin, found[i].index), after = median_of(values, found[i].index, end);
-      const double pct = before > 0.0 ? std::fabs(100.0 * (after - before) / before) : 0.0;
-      if (pct < smallest_pct) smallest_pct = pct, smallest = i;
+      const auto key = std::make_tuple(begin, found[i].index, end);
+      auto at = known.find(key);
+      if (at == known.end()) at = known.emplace(key, estimate_change(values, samples, begin, found[i].index, end, options)).first;
+      const ChangeEstimate& e = at->second;
+      found[i].change_pct = e.change_pct;
+      found[i].low_pct = e.low_pct;
+      found[i].high_pct = e.high_pct;
+      if (large_enough(e, options.min_change_pct)) continue;
+      const double reach = std::max(std::fabs(e.low_pct), std::fabs(e.high_pct));
+      if (reach < weakest_reach) weakest_reach = reach, weakest = i;
     }
-    if (smallest_pct >= options.min_change_pct) return;
-    found.erase(found.begin() + static_cast<std::ptrdiff_t>(smallest));
+    if (weakest == found.size()) return;
+    found.erase(found.begin() + static_cast<std::ptrdiff_t>(weakest));
   }
 }
 
@@ -148,12 +292,55 @@ std::vector<double> divergence(const std::vector<double>& values) {
   return divergence_of(values, ranks_of(values), order, sums);
 }
 
-std::vector<ChangePoint> e_divisive(const std::vector<double>& values, const ChangePointOptions& options) {
+ChangeEstimate estimate_change(const std::vector<double>& medians, const std::vector<std::vector<double>>& samples,
+                               size_t begin, size_t at, size_t end, const ChangePointOptions& options) {
+  ChangeEstimate e;
+  const double before = median_of(medians, begin, at), after = median_of(medians, at, end);
+  e.change_pct = e.low_pct = e.high_pct = relative_change_pct(before, after);
+  if (options.resamples < 1 || before <= 0.0) return e;
+  std::mt19937_64 rng(options.seed ^ (begin * 0x9E3779B97F4A7C15ULL) ^ (at * 0xC2B2AE3D27D4EB4FULL) ^ end);
+  static const std::vector<std::vector<double>> kMediansOnly;
+  // Repetitions are drawn where a side has few runs (the newest runs of a CI gate): there the run medians alone
+  // give a coarse bootstrap; with many runs they already carry the within-run noise, and drawing both levels
+  // would count it twice (and cost the most).
+  const bool few_runs = std::min(at - begin, end - at) < kFewRuns;
+  const auto& drawn = options.use_repetitions && few_runs ? samples : kMediansOnly;
+  std::vector<double> draws, levels, reps;
+  draws.reserve(static_cast<size_t>(options.resamples));
+  for (int b = 0; b < options.resamples; ++b) {
+    const double left = resampled_level(medians, drawn, begin, at, rng, levels, reps);
+    const double right = resampled_level(medians, drawn, at, end, rng, levels, reps);
+    draws.push_back(relative_change_pct(left, right));
+  }
+  return interval_of(e.change_pct, std::move(draws), options.confidence);
+}
+
+bool large_enough(const ChangeEstimate& estimate, double min_change_pct) {
+  if (min_change_pct <= 0.0) return true;
+  if (estimate.low_pct > 0.0) return estimate.high_pct >= min_change_pct;
+  if (estimate.high_pct < 0.0) return -estimate.low_pct >= min_change_pct;
+  return false;
+}
+
+std::vector<ChangePoint> significant_splits(const std::vector<double>& values, const ChangePointOptions& options) {
   std::vector<ChangePoint> found;
   bisect(values, 0, values.size(), options, found);
   std::sort(found.begin(), found.end(), [](const ChangePoint& a, const ChangePoint& b) { return a.index < b.index; });
-  prune_small(values, options, found);
   return found;
 }
+
+void keep_large_enough(const std::vector<double>& values, const std::vector<std::vector<double>>& samples,
+                       const ChangePointOptions& options, std::vector<ChangePoint>& found) {
+  prune_small(values, samples, options, found);
+}
+
+std::vector<ChangePoint> e_divisive(const std::vector<double>& values, const ChangePointOptions& options,
+                                    const std::vector<std::vector<double>>& samples) {
+  std::vector<ChangePoint> found = significant_splits(values, options);
+  keep_large_enough(values, samples, options, found);
+  return found;
+}
+
+size_t few_runs_reach() { return kFewRuns; }
 
 }  // namespace torchprobe::history

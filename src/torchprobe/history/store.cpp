@@ -621,7 +621,7 @@ std::vector<Series> Store::series(const SeriesQuery& query) const {
   }
   const std::set<std::string> branches(query.branches.begin(), query.branches.end());
   Statement rows = impl_->prepare(
-      "SELECT b.name, b.device, r.host, r.id, r.commit_sha, r.branch, r.date, b.median_ms, b.cv_pct, b.repetitions "
+      "SELECT b.name, b.device, r.host, r.id, r.commit_sha, r.branch, r.date, b.median_ms, b.cv_pct, b.repetitions, b.id "
       "FROM benchmarks b JOIN runs r ON r.id = b.run_id WHERE b.error = '' AND b.median_ms > 0 "
       "ORDER BY b.name, b.device, r.host, r.date_utc, r.id");
   std::vector<Series> out;
@@ -647,8 +647,17 @@ std::vector<Series> Store::series(const SeriesQuery& query) const {
     p.median_ms = rows.real(7);
     p.cv_pct = rows.real(8);
     p.repetitions = static_cast<int>(rows.integer(9));
+    p.benchmark_id = rows.integer(10);
     out.back().points.push_back(std::move(p));
   }
+  return out;
+}
+
+std::vector<double> Store::samples(std::int64_t benchmark_id) const {
+  Statement s = impl_->prepare("SELECT real_time_ms FROM samples WHERE benchmark_id = ? ORDER BY repetition");
+  s.bind(1, benchmark_id);
+  std::vector<double> out;
+  while (s.step()) out.push_back(s.real(0));
   return out;
 }
 

@@ -66,6 +66,8 @@ struct Point {
   double median_ms = 0.0;
   double cv_pct = -1.0;  ///< over the run's repetitions; < 0 with fewer than 2
   int repetitions = 0;
+  std::int64_t benchmark_id = 0;    ///< its row in the store (Store::samples)
+  std::vector<double> samples_ms;  ///< the run's repetitions, where a caller filled them in (Store::series does not)
 };
 
 /// A benchmark on one device of one host, its runs oldest first (by date, then by the order added).
@@ -104,6 +106,8 @@ class Store {
 
   /// Every series the query selects, sorted by name, device and host; failed results are not points.
   std::vector<Series> series(const SeriesQuery& query) const;
+  /// The stored repetitions (real time, ms) of a point's benchmark row, in order.
+  std::vector<double> samples(std::int64_t benchmark_id) const;
   /// The commit of the newest run (by date, then the order added); "" for an empty store.
   std::string newest_commit() const;
   /// The stored commit that `commit` names: its full id (any valid one, see check_commit_id) or a unique prefix

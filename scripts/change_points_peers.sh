@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# torchprobe's change points (`history add` + `history show --json`) next to MongoDB's
+# signal-processing-algorithms (E-divisive) and Apache Otava on labelled synthetic series (issue 35):
+# recall, false detections, wall time. Writes OUT/README.md (side-by-side tables) and OUT/results.csv.
+# Usage: scripts/change_points_peers.sh [--torchprobe PATH] [--out DIR] [--venv DIR] [--quick]
+#   defaults: --torchprobe build/src/torchprobe --out reports/change-points --venv build/change-points-venv
+#   --quick: a smoke subset (~60 series, 40 runs) instead of the full ~640 series of up to 80 runs.
+# The venv is made when missing (needs network once). The full run takes a few minutes, most of it the
+# 80 `history add` calls.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+tp="build/src/torchprobe" out="reports/change-points" venv="build/change-points-venv" quick=()
+usage="usage: scripts/change_points_peers.sh [--torchprobe PATH] [--out DIR] [--venv DIR] [--quick]"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --torchprobe) tp="${2:?--torchprobe needs a path}"; shift 2 ;;
+    --out) out="${2:?--out needs a directory}"; shift 2 ;;
+    --venv) venv="${2:?--venv needs a directory}"; shift 2 ;;
+    --quick) quick=(--quick); shift ;;
+    -h|--help) echo "$usage"; exit 0 ;;
+    *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$tp" ]] || { echo "change_points_peers: no torchprobe executable at $tp (build it first)" >&2; exit 2; }
+
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "change_points_peers: making $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --upgrade pip
+  "$venv/bin/pip" install --quiet apache-otava
+  # signal-processing-algorithms pins old dependencies that pull in gevent, whose build fails here; the
+  # E-divisive code needs only numpy, scipy, more-itertools and structlog, so it goes in without its deps.
+  "$venv/bin/pip" install --quiet --no-deps signal-processing-algorithms
+  "$venv/bin/pip" install --quiet numpy scipy more-itertools structlog
+fi
+
+command="scripts/change_points_peers.sh --torchprobe $tp --out $out --venv $venv${quick:+ --quick}"
+exec "$venv/bin/python" "$here/change_points_peers.py" --torchprobe "$tp" --out "$out" "${quick[@]}" --command "$command"

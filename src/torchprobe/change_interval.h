@@ -1,0 +1,62 @@
+#pragma once
+// The relative change between two samples' medians with a percentile-bootstrap interval: what `compare` (the
+// repetitions of two result files) and `history` (the runs of a series) both call a change's size, so that
+// "slower" means one thing in both (header-only: no library of its own, no LibTorch).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "torchprobe/stats.h"
+
+namespace torchprobe {
+
+/// A relative change in percent (> 0: the second sample is slower) and its interval.
+struct ChangeInterval {
+  double change_pct = 0.0, low_pct = 0.0, high_pct = 0.0;
+};
+
+/// 100 * (after - before) / before; 0 for before <= 0.
+inline double relative_change_pct(double before, double after) {
+  return before > 0.0 ? 100.0 * (after - before) / before : 0.0;
+}
+
+/// The value at quantile q (0..1) of sorted values, linear between neighbours.
+inline double quantile_of_sorted(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const auto below = static_cast<size_t>(std::floor(at));
+  const size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (at - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
+/// The interval's ends from bootstrap draws of the change: the two-sided `confidence` percentiles, widened to hold
+/// the point estimate.
+inline ChangeInterval interval_of(double change_pct, std::vector<double> draws, double confidence) {
+  ChangeInterval out{change_pct, change_pct, change_pct};
+  if (draws.empty()) return out;
+  std::sort(draws.begin(), draws.end());
+  const double tail = (1.0 - confidence) / 2.0;
+  out.low_pct = std::min(quantile_of_sorted(draws, tail), change_pct);
+  out.high_pct = std::max(quantile_of_sorted(draws, 1.0 - tail), change_pct);
+  return out;
+}
+
+/// The change of the median from `before` to `after`, each resampled with replacement `resamples` times
+/// (deterministic for a given seed). Both must be non-empty.
+inline ChangeInterval bootstrap_median_change(const std::vector<double>& before, const std::vector<double>& after,
+                                              double confidence, int resamples, std::uint64_t seed) {
+  const double point = relative_change_pct(median(before), median(after));
+  std::mt19937_64 rng(seed);
+  std::vector<double> draws, a, b;
+  for (int r = 0; r < resamples; ++r) {
+    a.clear();
+    b.clear();
+    for (size_t i = 0; i < before.size(); ++i) a.push_back(before[rng() % before.size()]);
+    for (size_t i = 0; i < after.size(); ++i) b.push_back(after[rng() % after.size()]);
+    draws.push_back(relative_change_pct(median(a), median(b)));
+  }
+  return interval_of(point, std::move(draws), confidence);
+}
+
+}  // namespace torchprobe

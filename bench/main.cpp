@@ -174,6 +174,17 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     }
     if (!args.out.empty()) io::check_writable(args.out);  // now, not after an hour of benchmarks
     read_flags(flags, options);
+    if (!options.trace_dir.empty()) {
+      if (flags.aten_nvtx) throw InputError("--trace and --aten-nvtx both use LibTorch's profiler: choose one");
+      if (options.profile) throw InputError("--trace and --profile: profile mode is for nsys; --trace profiles by itself");
+      std::error_code error;
+      std::filesystem::create_directories(options.trace_dir, error);
+      if (error || !std::filesystem::is_directory(options.trace_dir)) {
+        throw InputError(fmt::format("--trace: '{}' is not a directory that can be made ({})", options.trace_dir,
+                                     error ? error.message() : "a file of that name exists"));
+      }
+      io::check_writable((std::filesystem::path(options.trace_dir) / ".torchprobe-write-check").string());
+    }
     if (flags.aten_nvtx) backend::enable_aten_nvtx_ranges();
     if (!flags.peak_store.empty()) ops::set_peak_store(flags.peak_store);
     bench::Progress::instance().set_silent(flags.isolated_child);
@@ -339,6 +350,9 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", options.profile,
                "Profiling mode: a few samples per benchmark, no statistics (for nsys; see scripts/profile.sh)");
   app.add_flag("--aten-nvtx", flags.aten_nvtx, "Also an NVTX range per ATen op with input shapes (CUDA LibTorch only)");
+  app.add_option("--trace", options.trace_dir,
+                 "After timing each training benchmark, profile 3 steps with LibTorch's profiler and write DIR/<name>.json "
+                 "(Chrome trace: open it in ui.perfetto.dev)");
   app.add_flag("--isolate", flags.isolate,
                "Run each benchmark in a child process of its own: a crash or a sticky CUDA error fails that benchmark "
                "only, and the suite goes on");

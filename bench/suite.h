@@ -48,7 +48,12 @@ struct SuiteOptions {
   bool cold = false;
   /// Op suite: rotating input sets per op; 0 picks enough to exceed twice the last-level cache.
   int op_input_sets = 0;
+  /// Training suite: after timing, a Chrome trace of kTraceSteps steps per benchmark in this directory ("": none).
+  std::string trace_dir;
 };
+
+/// Training steps in a --trace profile (after the timed region, never inside it).
+constexpr int kTraceSteps = 3;
 
 /// Training steps per benchmark in profiling mode (rounded up to whole samples of K steps).
 constexpr int kProfileSteps = 10;

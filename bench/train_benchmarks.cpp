@@ -10,18 +10,25 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <functional>
+#include <mutex>
 #include <optional>
+#include <set>
 
 #include "diagnostics/audit.h"
 #include "suite.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/input_error.h"
+#include "torchprobe/io.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/stats.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/nvtx.h"
 #include "torchprobe/ops/peaks.h"
+#include "torchprobe/trace.h"
+#include "torchprobe/trace_files.h"
 #include "torchprobe/train/train_step.h"
 
 namespace torchprobe::bench {
@@ -37,8 +44,27 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// --trace: kTraceSteps steps under LibTorch's profiler, once per benchmark and process (not per repetition),
+// after the timed region. The trace is a file beside the results, not part of them.
+void write_trace(const std::string& dir, const std::string& name, const torch::Device& device,
+                 const std::function<void()>& step) {
+  static std::mutex mutex;
+  static std::set<std::string> written;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!written.insert(name).second) return;
+  }
+  const std::string text = trace::record(
+      [&] {
+        for (int i = 0; i < kTraceSteps; ++i) step();
+        backend::synchronize(device);
+      },
+      device.is_cuda());
+  io::write_text_file((std::filesystem::path(dir) / trace_file_name(name)).string(), text);
+}
+
 void run_train_step(benchmark::State& state, const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
-                    int requested_steps_per_sample, bool profile) {
+                    int requested_steps_per_sample, bool profile, const std::string& trace_dir) {
   if (config.batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", config.batch_size));
   const torch::Device device = config.device;
   const TrainVariant& variant = config.variant;
@@ -123,6 +149,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config, const st
       state.counters[std::string(train::kPhaseNames[p]) + "_ms"] = median(phase_ms[p]);
     }
   }
+  if (!trace_dir.empty()) write_trace(trace_dir, train_benchmark_name(config), device, [&] { (void)run_one(); });
   state.counters["peak_mem_mib"] = static_cast<double>(peak_bytes) / (1024.0 * 1024.0);
   state.counters["batch"] = static_cast<double>(config.batch_size);
   state.counters["threads"] = at::get_num_threads();
@@ -140,13 +167,14 @@ std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
     const std::string name = train_benchmark_name(config);
     const int steps_per_sample = options.steps_per_sample;
     const bool profile = options.profile;
+    const std::string trace_dir = options.trace_dir;
     // The benchmark's outer NVTX range, registered once here rather than formatted per call.
     const auto range = std::make_shared<const nvtx::Name>(name, nvtx::colors::kBenchmark);
     auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
       state.SetLabel(data_label);
       {
         nvtx::Range outer(*range);
-        run_guarded(state, name, [&] { run_train_step(state, config, train_data(), steps_per_sample, profile); });
+        run_guarded(state, name, [&] { run_train_step(state, config, train_data(), steps_per_sample, profile, trace_dir); });
       }
       // After an OOM, hand cached blocks back so later configs start clean.
       if (config.device.is_cuda()) backend::release_cached_memory(config.device);

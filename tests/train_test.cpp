@@ -5,14 +5,20 @@
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include "torchprobe/backend.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/models/registry.h"
+#include "torchprobe/trace.h"
+#include "torchprobe/trace_files.h"
 #include "test_util.h"
 
 using namespace torchprobe;
@@ -305,4 +311,66 @@ TEST(TrainVariants, RejectsWhatTheCpuCannotRun) {
                     "CUDA graphs capture GPU work; cpu is not a CUDA device");
   EXPECT_THROW_WITH(train::parse_precision("fp8"), InputError, "unknown precision 'fp8' (expected fp32, bf16 or fp16)");
   EXPECT_THROW_WITH(train::parse_layout("nhwc"), InputError, "unknown memory layout 'nhwc'");
+}
+
+// --trace's profile of a training step (issue 39): on the CPU, a net batch-4 trace of 3 steps parses as Chrome trace
+// JSON, holds the five phases once per step in their order without overlap, at least 5 distinct ATen ops inside
+// forward and inside backward, and the phases add up to the step (h2d start to optimizer end) within 25%.
+TEST(Trace, ATrainingStepShowsItsPhasesWithTheOpsInside) {
+  torch::manual_seed(0);
+  auto data_set = std::make_shared<const data::Dataset>(data::make_synthetic(64, /*seed=*/3));
+  data::Batcher batcher(data_set, /*batch_size=*/4, /*pinned=*/false, /*seed=*/1);
+  train::TrainStep step(models::make_model("net"), torch::Device(torch::kCPU), train::StepOptions{});
+  (void)step.run(batcher.next());  // warm: first-touch allocations stay out of the trace
+  const std::string text = trace::record([&] {
+    for (int i = 0; i < 3; ++i) (void)step.run(batcher.next());
+  }, /*cuda=*/false);
+  const auto doc = nlohmann::json::parse(text);
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  struct Event {
+    std::string name, cat;
+    double ts, end;
+  };
+  std::vector<Event> phases, ops;
+  for (const auto& e : doc["traceEvents"]) {
+    EXPECT_EQ(e["ph"], "X");
+    const Event ev{e["name"].get<std::string>(), e["cat"].get<std::string>(), e["ts"].get<double>(),
+                   e["ts"].get<double>() + e["dur"].get<double>()};
+    (ev.cat == "torchprobe" ? phases : ops).push_back(ev);
+  }
+  std::sort(phases.begin(), phases.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  const std::vector<std::string> order = {"h2d", "forward", "loss", "backward", "optimizer"};
+  ASSERT_EQ(phases.size(), 3 * order.size());
+  for (size_t i = 0; i < phases.size(); ++i) {
+    EXPECT_EQ(phases[i].name, order[i % order.size()]) << i;
+    if (i > 0) {
+      EXPECT_GE(phases[i].ts, phases[i - 1].end) << "phase " << i << " overlaps the one before";
+    }
+  }
+  for (const std::string phase : {"forward", "backward"}) {
+    std::set<std::string> inside;
+    for (const auto& p : phases) {
+      if (p.name != phase) continue;
+      for (const auto& op : ops) {
+        if (op.cat == "aten" && op.ts >= p.ts && op.end <= p.end) inside.insert(op.name);
+      }
+    }
+    EXPECT_GE(inside.size(), 5u) << phase;
+  }
+  for (size_t s = 0; s < 3; ++s) {
+    double sum = 0.0;
+    for (size_t p = 0; p < order.size(); ++p) sum += phases[s * order.size() + p].end - phases[s * order.size() + p].ts;
+    const double whole = phases[s * order.size() + order.size() - 1].end - phases[s * order.size()].ts;
+    EXPECT_GE(sum, 0.75 * whole) << "step " << s;
+    EXPECT_LE(sum, whole * (1.0 + 1e-9)) << "step " << s;
+  }
+  // Outside a trace, phases open no record_function range: a second profile of nothing holds no phase.
+  const auto empty = nlohmann::json::parse(trace::record([] {}, /*cuda=*/false));
+  for (const auto& e : empty["traceEvents"]) EXPECT_NE(e["cat"], "torchprobe");
+}
+
+TEST(Trace, FileNamesKeepOnlyPortableCharacters) {
+  EXPECT_EQ(trace_file_name("train_step/net/cpu/batch:4/dtype:fp32/layout:nchw"),
+            "train_step_net_cpu_batch_4_dtype_fp32_layout_nchw.json");
+  EXPECT_EQ(trace_file_name("a b\\c..d-e_f"), "a_b_c..d-e_f.json");
 }

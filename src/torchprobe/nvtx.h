@@ -36,16 +36,24 @@ class Name {
   std::unique_ptr<Attributes> attributes_;  // nvtxEventAttributes_t, kept out of this header
 };
 
-/// Pushes `name` on construction and pops it on destruction, also while an exception unwinds.
+/// Pushes `name` on construction and pops it on destruction, also while an exception unwinds. While
+/// record_function_ranges is on, it also opens a LibTorch record_function range of the same name (with or
+/// without NVTX), so LibTorch's profiler shows the phases (trace::record).
 class Range {
  public:
   explicit Range(const Name& name) noexcept;
   ~Range();
   Range(const Range&) = delete;
   Range& operator=(const Range&) = delete;
+
+ private:
+  bool recorded_ = false;
 };
 
 /// True when this build emits NVTX ranges.
 bool enabled();
+
+/// Turns the record_function twin of every Range on or off (process-wide; trace::record holds it on).
+void record_function_ranges(bool on);
 
 }  // namespace torchprobe::nvtx

@@ -398,6 +398,7 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
              "its phases must agree within 25%.\n\n" + phases.markdown();
     }
   }
+  out += traces_markdown(options.traces);
   const Table ops = op_table(results);
   if (!ops.rows.empty()) {
     out += "\n## Ops\n\nGFLOP/s and GB/s from analytic FLOP and minimal byte counts at the median time; % of roof "

@@ -4,11 +4,13 @@
 #include <vector>
 
 #include "torchprobe/report/results.h"
+#include "torchprobe/report/traces.h"
 
 namespace torchprobe::report {
 
 struct ReportOptions {
   double noise_cv_pct = 5.0;  ///< warn when a benchmark's CV over repetitions exceeds this
+  std::vector<TraceSummary> traces;  ///< --traces: where each traced training step's time goes
 };
 
 /// An SVG chart and the file name it is written under, next to report.md.

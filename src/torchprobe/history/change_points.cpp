@@ -200,7 +200,8 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
   // block in the middle: a regression undone later), held to alpha together by min_p.
   const std::uint64_t seed = options.seed ^ (begin * 0x9E3779B97F4A7C15ULL) ^ end;
   const std::vector<double> q = divergence(segment);
-  Split split{q[best_split(q)], best_split(q)};
+  const size_t end_tau = best_split(q);
+  Split split{q[end_tau], end_tau};
   double p = 1.0;
   if (segment.size() <= kKappaSearchLimit) {
     std::vector<size_t> order(segment.size());
@@ -226,15 +227,6 @@ double median_of(const std::vector<double>& values, size_t begin, size_t end) {
 
 // Below this many runs on either side, estimate_change draws the repetitions too.
 constexpr size_t kFewRuns = 30;
-
-// The median of `values`, reordering them (nth_element: the bootstrap takes hundreds of thousands of these).
-double median_in_place(std::vector<double>& values) {
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2.0;
-}
 
 // One bootstrap draw of a segment's level: its runs drawn with replacement, each drawn run's level the median of
 // its repetitions drawn with replacement (its median where it has fewer than two), then the median of those.

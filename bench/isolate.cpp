@@ -9,7 +9,8 @@
 
 #include "torchprobe/interrupt.h"
 #include "torchprobe/io.h"
-#include "torchprobe/strings.h"
+#include "torchprobe/report/results_writer.h"
+#include "torchprobe/report/schema.h"
 #include "torchprobe/subprocess.h"
 #include "torchprobe/temp_dir.h"
 
@@ -17,8 +18,6 @@ namespace torchprobe::bench {
 namespace {
 
 constexpr size_t kTailBytes = 16 * 1024;
-
-std::string json_string(const std::string& text) { return "\"" + json_escape(text) + "\""; }
 
 }  // namespace
 
@@ -28,29 +27,18 @@ std::string exact_filter(const std::string& name) {
     if (std::string(".[]()*+?{}|^$\\").find(c) != std::string::npos) escaped += '\\';
     escaped += c;
   }
-  return "^" + escaped +
-         "(/(manual_time|real_time|process_time|min_time:[^/]*|min_warmup_time:[^/]*|iterations:[0-9]+|repeats:[0-9]+|"
-         "threads:[0-9]+))*$";
-}
-
-std::string benchmark_entries(const std::string& document) {
-  static const std::string kArray = "\"benchmarks\": [";
-  const std::string text = trim(document);
-  if (text.empty() || text.back() != '}') return "";
-  const size_t start = text.find(kArray);
-  const size_t end = text.rfind(']');
-  if (start == std::string::npos || end == std::string::npos || end < start + kArray.size()) return "";
-  return trim(text.substr(start + kArray.size(), end - start - kArray.size()));
+  std::string timings;
+  for (const auto suffix : report::schema::kTimingSuffixes) timings += std::string(suffix) + "|";
+  return "^" + escaped + "(/(" + timings +
+         "min_time:[^/]*|min_warmup_time:[^/]*|iterations:[0-9]+|repeats:[0-9]+|threads:[0-9]+))*$";
 }
 
 std::string failure_entry(const std::string& name, const std::string& message) {
-  const std::string n = json_string(name);
-  return fmt::format(
-      "    {{\n      \"name\": {0},\n      \"run_name\": {0},\n      \"run_type\": \"iteration\",\n"
-      "      \"repetitions\": 1,\n      \"repetition_index\": 0,\n      \"threads\": 1,\n      \"iterations\": 0,\n"
-      "      \"real_time\": 0,\n      \"cpu_time\": 0,\n      \"time_unit\": \"ms\",\n      \"error_occurred\": true,\n"
-      "      \"error_message\": {1}\n    }}",
-      n, json_string(message));
+  report::Entry entry;
+  entry.name = name;
+  entry.iterations = 0;
+  entry.error = message;
+  return report::entries_json({entry});
 }
 
 IsolatedRun run_isolated(const std::vector<std::string>& names, const IsolateOptions& options, ResultsFile& file) {
@@ -80,7 +68,7 @@ IsolatedRun run_isolated(const std::vector<std::string>& names, const IsolateOpt
     const int status = subprocess::run(argv, child);
     std::error_code ec;
     const std::string entries =
-        std::filesystem::exists(out, ec) ? benchmark_entries(io::read_text_file(out)) : std::string();
+        std::filesystem::exists(out, ec) ? report::benchmark_entries(io::read_text_file(out)) : std::string();
     const bool exited = WIFEXITED(status);
     const int code = exited ? WEXITSTATUS(status) : -1;
     if (interrupt::requested() && (code == 130 || code == 143 || entries.empty())) {

@@ -15,11 +15,8 @@ namespace torchprobe::bench {
 /// `name`, whatever suffixes Google Benchmark appends (/manual_time, /repeats:N, /threads:N, ...).
 std::string exact_filter(const std::string& name);
 
-/// The objects of a Google Benchmark JSON document's "benchmarks" array, as text ("{...},\n{...}"), or ""
-/// when there are none or the document is not complete.
-std::string benchmark_entries(const std::string& document);
-
-/// A failed benchmark as a Google Benchmark JSON object (error_occurred, error_message).
+/// A failed benchmark as a Google Benchmark JSON object (error_occurred, error_message): report::Entry through
+/// the one results writer (report/results_writer.h), which also reads a child's entries (benchmark_entries).
 std::string failure_entry(const std::string& name, const std::string& message);
 
 struct IsolateOptions {

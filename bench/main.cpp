@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 
 #include "isolate.h"
 #include "progress.h"
@@ -35,7 +36,6 @@ namespace {
 
 constexpr std::int64_t kSyntheticImages = 10000;
 constexpr std::int64_t kMaxBatch = 65536;
-constexpr int kMaxThreads = 1024;
 
 bool starts_with(const char* arg, const char* prefix) { return std::strncmp(arg, prefix, std::strlen(prefix)) == 0; }
 
@@ -158,8 +158,10 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     // no second pool beside them. A thread count above the cores is said at once (LibTorch's pools take
     // long to start with many threads).
     if (flags.threads > available_cores()) {
-      std::fprintf(stderr, "torchprobe-bench: WARNING: --threads %d on %d cores: threads will time-slice and CPU figures "
-                   "drop and scatter\n", flags.threads, available_cores());
+      std::fprintf(stderr,
+                   "torchprobe: warning: --threads %d on %d cores: threads will time-slice and CPU figures "
+                   "drop and scatter\n",
+                   flags.threads, available_cores());
     }
     const std::string allocator = measure::steady_state_allocator();
     const ThreadSetup threads = configure_threads(flags.threads);
@@ -225,7 +227,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
                    data_label.c_str(), flags.isolate ? "; each benchmark in its own process" : "");
       for (const auto& w : trust_warnings) {
         const bool said = w.code == "threads_exceed_cores" && flags.threads > available_cores();
-        if (!said) std::fprintf(stderr, "torchprobe-bench: WARNING: %s\n", w.message.c_str());
+        if (!said) std::fprintf(stderr, "torchprobe: warning: %s\n", w.message.c_str());
       }
       if (options.profile) {
         std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",
@@ -274,7 +276,9 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     }
     benchmark::Shutdown();
     bench::Progress::instance().clear_line();
-    if (!write_error.empty()) throw io::WriteError(write_error + " (the run stopped there)");
+    // A write that fails after benchmarks ran (a disk that filled up) is a failed run, exit 1, not bad input:
+    // the file keeps every benchmark written before. An output unwritable from the start was refused up front.
+    if (!write_error.empty()) throw std::runtime_error(write_error + " (the run stopped there)");
 
     const std::string kept = args.out.empty() ? "" : file.benchmarks() > 0 ? "; written to " + args.out
                                                                            : "; " + args.out + " left as it was";
@@ -340,8 +344,9 @@ int main(int argc, char** argv) {
                  "Op suite: rotating input sets (0: enough to exceed twice the last-level cache)")
       ->check(torchprobe::in_range(0, 4096))
       ->capture_default_str();
-  app.add_option("--threads", flags.threads, fmt::format("LibTorch intra-op threads, 1 to {} (default: LibTorch's own)", kMaxThreads))
-      ->check(torchprobe::in_range(1, kMaxThreads));
+  app.add_option("--threads", flags.threads,
+                 fmt::format("LibTorch intra-op threads, 1 to {} (default: LibTorch's own)", torchprobe::kMaxThreads))
+      ->check(torchprobe::in_range(1, torchprobe::kMaxThreads));
   app.add_option("--data", flags.data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
   app.add_option("--steps-per-sample", options.steps_per_sample,
                  "Training steps per timed sample (0: 1 on the CPU, ~5 ms of work on a GPU)")

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -111,7 +112,9 @@ double time_samples(benchmark::State& state, measure::Sampler& sampler) {
 }
 
 /// TORCHPROBE_TEST_FAULT=PART:KIND, for tests: in the benchmarks whose name contains PART, "abort",
-/// "segv", "throw", or "interrupt@N" (a SIGINT as the Nth repetition starts; its first sample then stops it).
+/// "segv", "throw", "interrupt@N" (a SIGINT as the Nth repetition starts; its first sample then stops it), or
+/// "fill@FILE" (FILE written with zeros until its disk is full, once: the results written after this benchmark
+/// then meet a full disk mid-run).
 void inject_fault(const std::string& name, const std::string& spec) {
   const size_t colon = spec.rfind(':');
   if (colon == std::string::npos || colon == 0 || name.find(spec.substr(0, colon)) == std::string::npos) return;
@@ -119,6 +122,18 @@ void inject_fault(const std::string& name, const std::string& spec) {
   if (kind.rfind("interrupt@", 0) == 0) {
     static std::map<std::string, int> runs;
     if (++runs[name] == std::atoi(kind.c_str() + 10)) std::raise(SIGINT);
+    return;
+  }
+  if (kind.rfind("fill@", 0) == 0) {
+    static bool filled = false;
+    if (filled) return;
+    filled = true;
+    if (std::FILE* f = std::fopen(kind.c_str() + 5, "wb")) {
+      static const char zeros[64 * 1024] = {};
+      while (std::fwrite(zeros, 1, sizeof(zeros), f) == sizeof(zeros)) {
+      }
+      std::fclose(f);
+    }
     return;
   }
   const rlimit no_core{0, 0};

@@ -1,33 +1,39 @@
 # All third-party packages are found, never downloaded. Feature switches land in config.h.
 
-# LibTorch: Debian's libtorch-dev (CPU), the official archive, or pip PyTorch's bundled copy
-# (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')).
-find_package(Torch REQUIRED)
-# TorchConfig finds c10 with find_library(c10 PATHS <its lib/>), which searches the system
-# directories first: with Debian's libtorch-dev also installed, a pip or archive LibTorch would
-# link Debian's libc10.so. Point TORCH_LIBRARIES at the selected LibTorch's own copies.
-set(_tp_own_lib "${TORCH_INSTALL_PREFIX}/lib")
-set(_tp_libraries "")
-foreach(_tp_item IN LISTS TORCH_LIBRARIES)
-  if(_tp_item MATCHES "^/.*/(lib(c10|torch)[^/]*\\.so)$")
-    set(_tp_name "${CMAKE_MATCH_1}")
-    if(EXISTS "${_tp_own_lib}/${_tp_name}" AND NOT _tp_item STREQUAL "${_tp_own_lib}/${_tp_name}")
-      message(STATUS "torchprobe: using ${_tp_own_lib}/${_tp_name} instead of ${_tp_item}")
-      set(_tp_item "${_tp_own_lib}/${_tp_name}")
+# Header-only: pip's LibTorch ships its own fmt headers ahead of the system ones on the include
+# path, so linking a prebuilt libfmt could mix two fmt versions. Header-only is always consistent.
+find_package(fmt REQUIRED)
+# Layer 1 only: -DTORCHPROBE_WITH_LIBTORCH=OFF builds the LibTorch-free layer 0 (base, results, report,
+# compare, history, explain and the `torchprobe` program) without looking for LibTorch, CUDA, NVTX or Gloo.
+if(TORCHPROBE_WITH_LIBTORCH)
+  # LibTorch: Debian's libtorch-dev (CPU), the official archive, or pip PyTorch's bundled copy
+  # (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')).
+  find_package(Torch REQUIRED)
+  # TorchConfig finds c10 with find_library(c10 PATHS <its lib/>), which searches the system
+  # directories first: with Debian's libtorch-dev also installed, a pip or archive LibTorch would
+  # link Debian's libc10.so. Point TORCH_LIBRARIES at the selected LibTorch's own copies.
+  set(_tp_own_lib "${TORCH_INSTALL_PREFIX}/lib")
+  set(_tp_libraries "")
+  foreach(_tp_item IN LISTS TORCH_LIBRARIES)
+    if(_tp_item MATCHES "^/.*/(lib(c10|torch)[^/]*\\.so)$")
+      set(_tp_name "${CMAKE_MATCH_1}")
+      if(EXISTS "${_tp_own_lib}/${_tp_name}" AND NOT _tp_item STREQUAL "${_tp_own_lib}/${_tp_name}")
+        message(STATUS "torchprobe: using ${_tp_own_lib}/${_tp_name} instead of ${_tp_item}")
+        set(_tp_item "${_tp_own_lib}/${_tp_name}")
+      endif()
     endif()
+    list(APPEND _tp_libraries "${_tp_item}")
+  endforeach()
+  # pip's libtorch.so also exports its own static copy of std::filesystem, whose remove_all()
+  # calls through a null pointer. Listing libstdc++ first makes the dynamic linker bind the
+  # standard library's own definitions, for our code and for every test.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    set(_tp_libraries stdc++ ${_tp_libraries})
   endif()
-  list(APPEND _tp_libraries "${_tp_item}")
-endforeach()
-# pip's libtorch.so also exports its own static copy of std::filesystem, whose remove_all()
-# calls through a null pointer. Listing libstdc++ first makes the dynamic linker bind the
-# standard library's own definitions, for our code and for every test.
-if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  set(_tp_libraries stdc++ ${_tp_libraries})
-endif()
-set(TORCH_LIBRARIES "${_tp_libraries}")
-# TorchConfig exports CAFFE2_USE_CUDA; it is the one switch for the CUDA half of the device seam.
-if(CAFFE2_USE_CUDA)
-  set(TORCHPROBE_HAS_CUDA ON)
+  set(TORCH_LIBRARIES "${_tp_libraries}")
+  # TorchConfig exports CAFFE2_USE_CUDA; it is the one switch for the CUDA half of the device seam.
+  if(CAFFE2_USE_CUDA)
+    set(TORCHPROBE_HAS_CUDA ON)
 else()
   set(TORCHPROBE_HAS_CUDA OFF)
 endif()
@@ -44,9 +50,6 @@ if(TORCHPROBE_HAS_CUDA)
 endif()
 message(STATUS "torchprobe: NCCL process group: ${TORCHPROBE_HAS_NCCL} ${TORCHPROBE_NCCL_INCLUDE_DIR}")
 
-# Header-only: pip's LibTorch ships its own fmt headers ahead of the system ones on the include
-# path, so linking a prebuilt libfmt could mix two fmt versions. Header-only is always consistent.
-find_package(fmt REQUIRED)
 # NVTX3 is header-only: the CUDA toolkit's CUDA::nvtx3 target, or standalone NVTX headers.
 # Without it (or with TORCHPROBE_ENABLE_NVTX=OFF) every range compiles to nothing.
 set(TORCHPROBE_HAS_NVTX OFF)
@@ -99,6 +102,13 @@ if(_tp_torch_cpu)
   endif()
 endif()
 message(STATUS "torchprobe: Gloo headers ${TORCHPROBE_GLOO_INCLUDE_DIR}, library ${TORCHPROBE_GLOO_LIBRARY}")
+else()
+  set(TORCHPROBE_HAS_CUDA OFF)
+  set(TORCHPROBE_HAS_NCCL OFF)
+  set(TORCHPROBE_HAS_NVTX OFF)
+  set(TORCHPROBE_HAS_DIST OFF)
+  message(STATUS "torchprobe: LibTorch-free build (TORCHPROBE_WITH_LIBTORCH=OFF): layer 0 only")
+endif()
 
 find_package(nlohmann_json 3.9 REQUIRED)
 # RE2 for the error classifier (`torchprobe explain`): linear-time matching of whatever users paste (1 MB
@@ -121,7 +131,7 @@ find_package(CLI11 REQUIRED)
 # own FindSQLite3 (the SQLite::SQLite3 target).
 find_package(SQLite3 REQUIRED)
 message(STATUS "torchprobe: SQLite ${SQLite3_VERSION} ${SQLite3_LIBRARIES}")
-if(TORCHPROBE_BUILD_BENCH)
+if(TORCHPROBE_BUILD_BENCH AND TORCHPROBE_WITH_LIBTORCH)
   find_package(benchmark REQUIRED)
 endif()
 if(TORCHPROBE_BUILD_TESTS)

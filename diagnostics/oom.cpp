@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "diagnostics/re2_options.h"
 #include "torchprobe/units.h"
 
 namespace torchprobe::diagnostics {
@@ -19,29 +20,20 @@ namespace {
 // 1024^3), and NumPy "926. GiB": both read as binary units here.
 constexpr const char* kSize = R"(([0-9]+(?:\.[0-9]*)?)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB))";
 
-// RE2 (linear time, no recursion) reads the bytes as Latin-1, so any input is valid; people retype the
-// words in any case.
-RE2::Options pattern_options(bool any_case = true) {
-  RE2::Options options(RE2::Latin1);
-  options.set_case_sensitive(!any_case);
-  options.set_log_errors(false);
-  return options;
-}
-
 /// The phrases around a number, "{}" where its size is: the first that matches gives it.
 struct Phrases {
   explicit Phrases(std::initializer_list<std::string> phrases) {
     for (const auto& phrase : phrases) {
       const auto at = phrase.find("{}");
       const std::string pattern = phrase.substr(0, at) + "(" + kSize + ")" + phrase.substr(at + 2);
-      alternatives.push_back(std::make_unique<RE2>(pattern, pattern_options()));
+      alternatives.push_back(std::make_unique<RE2>(pattern, pattern_options(/*any_case=*/true)));
     }
   }
   std::vector<std::unique_ptr<RE2>> alternatives;
 };
 
 struct OomPatterns {
-  RE2 size{kSize, pattern_options(/*any_case=*/false)};  // units as written: "MB" and "Mb" differ
+  RE2 size{kSize, pattern_options()};  // units as written: "MB" and "Mb" differ
   Phrases requested{"tried to allocate {}", "Unable to allocate {} for an array" /* NumPy */,
                     "Failed to CUDA calloc {}" /* NCCL */};
   // LibTorch 2.x: "GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is free. Including non-PyTorch memory,

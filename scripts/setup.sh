@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Shared set-up for scripts/run.sh and scripts/test.sh. Two build flavours:
+# Shared set-up for scripts/run.sh and scripts/test.sh. The build flavours:
+#   light   layer 0 alone, without LibTorch (-DTORCHPROBE_WITH_LIBTORCH=OFF, LibTorch never looked for):
+#           `torchprobe` explain/compare/report/history and their tests; build tree build-light/
 #   debian  Debian's LibTorch 1.13 (CPU only), installed with apt-get; build tree build/
 #   cuda    LibTorch from the PyTorch wheel on PyPI (CUDA-enabled, pinned below), installed into a
 #           virtual environment inside the build tree; needs a CUDA toolkit (nvcc); build tree build-cuda/
@@ -30,6 +32,9 @@ TORCHPROBE_DEBS+=(iproute2 util-linux)
 # The hostile-input tables: the sqlite3 shell (a locked or altered history database), python3 (text planted in
 # results files, a socket), iconv (UTF-16 logs, libc-bin).
 TORCHPROBE_DEBS+=(sqlite3 python3)
+# The light flavour's: no LibTorch, Google Benchmark, Gloo or network tools.
+TORCHPROBE_LIGHT_DEBS=(cmake ninja-build g++ libgtest-dev libgmock-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+                       libre2-dev libsqlite3-dev zlib1g-dev chromium fonts-dejavu-core sqlite3 python3)
 
 tp_log() { echo "torchprobe: $*" >&2; }
 
@@ -39,16 +44,18 @@ torchprobe_nvcc() {
   [[ -x "$nvcc" ]] && echo "$nvcc"
 }
 
-# Prints the flavours to build for a request, one per line: auto (debian, and cuda where a CUDA
-# toolkit is found; otherwise one line on stderr says why not), all (debian, cuda and asan; a missing
-# toolkit is an error), debian, cuda, asan. Exit 2 for an unknown request or a cuda flavour without a
-# toolkit.
+# Prints the flavours to build for a request, one per line: auto (light, cuda where a CUDA toolkit is
+# found, otherwise one line on stderr says why not, then debian), all (light, cuda, debian and asan; a
+# missing toolkit is an error), light, debian, cuda, asan. Exit 2 for an unknown request or a cuda flavour
+# without a toolkit.
 torchprobe_flavours() {
   local request="$1" toolkit="${CUDA_HOME:-/usr/local/cuda}"
   case "$request" in
     # cuda first where it runs: its venv holds the pinned PyTorch's torchrun, which the other flavours'
     # launcher tests use too (Debian's own torchrun is broken).
+    # light first: on a fresh machine it builds before any LibTorch is installed.
     auto)
+      echo light
       if [[ -n "$(torchprobe_nvcc)" ]]; then
         echo cuda
       else
@@ -61,12 +68,13 @@ torchprobe_flavours() {
         tp_log "error: the cuda flavour needs a CUDA toolkit: no nvcc at $toolkit/bin (set CUDA_HOME)"
         return 2
       fi
+      [[ "$request" == all ]] && echo light
       echo cuda
       [[ "$request" == all ]] && echo debian
       [[ "$request" == all ]] && echo asan
       ;;
-    debian|asan) echo "$request" ;;
-    *) tp_log "error: unknown flavour '$request' (auto, all, debian, cuda or asan)"; return 2 ;;
+    light|debian|asan) echo "$request" ;;
+    *) tp_log "error: unknown flavour '$request' (auto, all, light, debian, cuda or asan)"; return 2 ;;
   esac
 }
 
@@ -147,6 +155,12 @@ torchprobe_build() {
 torchprobe_setup() {
   local flavour="${1:-debian}"
   case "$flavour" in
+    light)
+      # CMAKE_DISABLE_FIND_PACKAGE_Torch: even where a LibTorch is installed, none is found.
+      TORCHPROBE_BUILD_DIR="${TORCHPROBE_LIGHT_BUILD_DIR:-$TORCHPROBE_ROOT/build-light}"
+      torchprobe_install_packages "${TORCHPROBE_LIGHT_DEBS[@]}"
+      torchprobe_build -DTORCHPROBE_WITH_LIBTORCH=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON
+      ;;
     debian)
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_BUILD_DIR:-$TORCHPROBE_ROOT/build}"
       local nvtx=(-DTORCHPROBE_ENABLE_NVTX="${TORCHPROBE_DEBIAN_NVTX:-ON}")
@@ -185,7 +199,7 @@ torchprobe_setup() {
         -DTORCHPROBE_SANITIZE=ON -DTORCHPROBE_ENABLE_FUZZ=ON -DTORCHPROBE_FUZZ_SECONDS="${TORCHPROBE_FUZZ_SECONDS:-60}"
       ;;
     *)
-      tp_log "error: unknown flavour '$flavour' (debian, cuda or asan)"
+      tp_log "error: unknown flavour '$flavour' (light, debian, cuda or asan)"
       exit 2
       ;;
   esac

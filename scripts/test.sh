@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The tests: set up, build (Release) and run every CTest suite, for each build flavour:
+#   light   layer 0 alone, no LibTorch: explain, compare, report, history and their tests (build-light/)
 #   debian  Debian's LibTorch 1.13, CPU only (build/)
 #   cuda    the CUDA-enabled LibTorch of the pinned PyTorch wheel (build-cuda/): compiles every
 #           CUDA code path and runs the CPU tests against it; gpu tests run where a GPU exists
 #   asan    the debian flavour under AddressSanitizer + UBSan (clang), plus 60 s of each libFuzzer
 #           target (build-asan/); tests/sanitizers/ holds the options and the justified suppressions
-# Usage: scripts/test.sh [--flavour auto|all|debian|cuda|asan] [--list-flavours] [ctest arguments...]
-#   auto (default; also TORCHPROBE_FLAVOUR): every flavour this host can build: cuda where a CUDA
+# Usage: scripts/test.sh [--flavour auto|all|light|debian|cuda|asan] [--list-flavours] [ctest arguments...]
+#   auto (default; also TORCHPROBE_FLAVOUR): every flavour this host can build: light, cuda where a CUDA
 #        toolkit is found (CUDA_HOME, default /usr/local/cuda; otherwise one line says why it is
-#        skipped), then debian. all: cuda, debian and asan; a missing toolkit is an error (CI uses this).
-#        cuda comes first: its venv's torchrun serves every flavour's launcher tests.
+#        skipped), then debian. all: light, cuda, debian and asan; a missing toolkit is an error (CI uses
+#        this). cuda comes before debian: its venv's torchrun serves every flavour's launcher tests.
 #   --list-flavours: print the flavours that would run (and why one is skipped), build nothing.
 #   e.g.  scripts/test.sh --flavour cuda -L gpu
 set -euo pipefail
@@ -19,7 +20,7 @@ flavour="${TORCHPROBE_FLAVOUR:-auto}"
 list_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --flavour) flavour="${2:?--flavour needs auto, all, debian, cuda or asan}"; shift 2 ;;
+    --flavour) flavour="${2:?--flavour needs auto, all, light, debian, cuda or asan}"; shift 2 ;;
     --list-flavours) list_only=1; shift ;;
     *) break ;;
   esac
@@ -30,8 +31,12 @@ if [[ $list_only == 1 ]]; then
   printf '%s\n' "${flavours[@]}"
   exit 0
 fi
+# The launcher tests of every flavour use the pinned PyTorch's torchrun from the cuda flavour's venv (Debian's
+# own is broken); TORCHPROBE_TORCHRUN set by the caller wins.
+cuda_torchrun="${TORCHPROBE_CUDA_BUILD_DIR:-$TORCHPROBE_ROOT/build-cuda}/torch-venv/bin/torchrun"
 failed=()
 for f in "${flavours[@]}"; do
+  [[ -z "${TORCHPROBE_TORCHRUN:-}" && -x "$cuda_torchrun" ]] && export TORCHPROBE_TORCHRUN="$cuda_torchrun"
   echo "=== flavour: $f"
   # Each flavour in its own shell, so one's set-up (PATH, build dir) cannot leak into the other.
   # --no-tests=error: a selection (-L gpu, -R ...) that matches nothing is a failure, not a pass.

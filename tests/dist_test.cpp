@@ -22,7 +22,11 @@
 #include "torchprobe/backend_c10d.h"
 #include "torchprobe/dist/dist_bench.h"
 #include "torchprobe/input_error.h"
+#include "torchprobe/io.h"
 #include "torchprobe/models/registry.h"
+#include "torchprobe/report/results.h"
+#include "torchprobe/report/schema.h"
+#include "torchprobe/run_context.h"
 #include "torchprobe/train/train_step.h"
 
 using namespace torchprobe;
@@ -379,6 +383,43 @@ TEST(DataParallel, ExplainsWhyItCannotRunHere) {
   options.data_parallel = {torch::Device(torch::kCUDA, 0)};
   EXPECT_THROW_WITH(train::TrainStep(models::make_model("net"), torch::Device(torch::kCPU), options), InputError, reason);
   EXPECT_THROW_WITH(dist::data_parallel_train("net", {torch::Device(torch::kCUDA, 0)}, 8, 1, 0), InputError, reason);
+}
+
+// A data_parallel run over two GPUs, as `dist dataparallel` writes it (train_json; the step figures are made
+// up, no GPU runs here), read back: filed under its devices "cuda:0,cuda:1" and their names, not under the
+// CPU. tests/fixtures/report/dist_dataparallel.json is this file, for the LibTorch-free reader's tests.
+TEST(DataParallel, ResultsAreFiledUnderTheirGpus) {
+  dist::DistTrainResult r;
+  r.model = "net";
+  r.engine = "data_parallel";
+  r.device = "cuda:0,cuda:1";
+  r.world_size = 2;
+  r.batch_per_rank = 64;
+  r.steps = 20;
+  r.rank_ms_per_step = {2.0, 2.0};
+  r.repetition_ms = {2.0, 2.1};
+  r.single_ms_per_step = 1.5;
+  r.single_images_per_s = 64 / 1.5e-3;
+  const auto gpu = [](int index) {
+    return R"({"device":"cuda:)" + std::to_string(index) +
+           R"(","name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0","total_memory_bytes":85045231616,)"
+           R"("multiprocessors":132})";
+  };
+  const std::string inventory =
+      R"({"cpu":{"model":"Intel(R) Xeon(R) Platinum 8480+"},"cuda":{"devices":[)" + gpu(0) + "," + gpu(1) + "]}}";
+  ContextEntries context = {{std::string(report::schema::kVersionKey), std::to_string(report::schema::kVersion)},
+                            {"host_name", "gpu-host"},
+                            {"date", "2026-11-27T00:00:00+00:00"},
+                            {"inventory", inventory}};
+  const std::string text = dist::train_json(r, context);
+  const report::ResultSet set = report::parse_results(text, "dist_dataparallel.json");
+  ASSERT_EQ(set.results.size(), 1u);
+  const report::Result& result = set.results.front();
+  EXPECT_EQ(result.name, "dist_train/net/cuda:0,cuda:1/world:2/batch:64/engine:data_parallel");
+  EXPECT_EQ(result.device, "cuda:0,cuda:1");
+  EXPECT_EQ(result.device_name, "2 x NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(result.subject, "net");
+  if (const char* out = std::getenv("TORCHPROBE_WRITE_FIXTURE")) io::write_text_file(out, text);
 }
 
 // data_parallel's --devices follows the one device grammar; the check that they suit it is separate.

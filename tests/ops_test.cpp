@@ -203,6 +203,23 @@ TEST(OpPlan, SelectionAndErrors) {
   EXPECT_THROW_WITH(ops::plan_ops({kCpu}, zero), InputError, "op batch size must be >= 1");
 }
 
+// Every op in the op table has a case: listing an op without one (docs/extending.md) fails here, and an op asked
+// for by name that times nothing on the selected devices is an error, not an empty run.
+TEST(OpPlan, EveryListedOpHasACaseAndAnEmptySelectionIsSaid) {
+  ops::OpSelection all;
+  all.all = true;
+  std::set<std::string> planned;
+  for (const auto& c : ops::plan_ops({kCpu, kGpu}, all)) planned.insert(c.op);
+  const auto listed = ops::op_names();
+  EXPECT_EQ(planned, std::set<std::string>(listed.begin(), listed.end()));
+  ops::OpSelection gpu_only;
+  gpu_only.ops = {"model_to"};
+  EXPECT_THROW_WITH(ops::plan_ops({kCpu}, gpu_only), InputError,
+                    "op 'model_to' has no benchmark on cpu in the core set (--op-set all times more)");
+  gpu_only.all = true;
+  EXPECT_THROW_WITH(ops::plan_ops({kCpu}, gpu_only), InputError, "op 'model_to' has no benchmark on cpu");
+}
+
 // Every op the suite times, at batch 2, against a straightforward reference.
 TEST(OpCorrectness, EveryBenchmarkedOpComputesTheRightThing) {
   torch::manual_seed(3);

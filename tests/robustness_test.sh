@@ -101,6 +101,32 @@ EOF
     grep -q "torchprobe: error: cannot write run.json: write: No space left on device" bench.err || fail "bench message"
     ;;
 
+  # A disk that fills up mid-run (after the first of two benchmarks, TORCHPROBE_TEST_FAULT's fill@): a failed run,
+  # exit 1, not bad input; the file keeps the benchmark finished before, whole, and no temporary file is left.
+  enospc_mid_run)
+    [[ $(id -u) == 0 ]] || skip "needs root to mount a small tmpfs"
+    command -v unshare > /dev/null || skip "needs unshare (util-linux)"
+    cat > inner.sh <<'EOF'
+set -u
+bench="$1" work="$2" train=("${@:3}")
+mkdir -p "$work/full"
+mount -t tmpfs -o size=512k tmpfs "$work/full" || exit 77
+cd "$work/full"
+TORCHPROBE_TEST_FAULT="batch:4/:fill@$work/full/filler" "$bench" "${train[@]}" --batch-sizes 2,4 \
+  --benchmark_out=run.json > ../bench.out 2> ../bench.err; echo "bench=$?" > ../rc
+rm -f filler && cp run.json ../run.json; ls -A > ../after.ls
+EOF
+    unshare -m bash inner.sh "$bench" "$work" "${train[@]}"; rc=$?
+    [[ $rc == 77 ]] && skip "cannot mount a tmpfs here"
+    [[ $rc == 0 ]] || fail "set-up failed ($rc)"
+    grep -q "bench=1" rc || fail "bench when the disk filled mid-run: $(cat rc); $(tail -2 bench.err)"
+    grep -q "torchprobe: error: cannot .*run.json.*No space left on device (the run stopped there)" bench.err ||
+      fail "bench message: $(tail -2 bench.err)"
+    "$tp" report run.json --out report > report.out 2>&1 || fail "the kept file does not read: $(cat report.out)"
+    grep -q "batch:2" run.json || fail "the first benchmark was lost"
+    [[ "$(cat after.ls)" == "run.json" ]] || fail "files left behind: $(cat after.ls)"
+    ;;
+
   # SIGINT during the data suite (it writes 147 MB of CIFAR-10 files to $TMPDIR): once removes the
   # temporary directory on the way out, twice removes it at once.
   data_tempdir)

@@ -15,6 +15,7 @@
 #include "torchprobe/error.h"
 #include "torchprobe/io.h"
 #include "torchprobe/report/results.h"
+#include "torchprobe/report/results_writer.h"
 
 using namespace torchprobe;
 
@@ -176,9 +177,11 @@ TEST(Isolate, ExactFilterSelectsOneBenchmarkWhateverItsSuffixes) {
 
 TEST(Isolate, EntriesComeOnlyFromACompleteDocument) {
   const std::string doc = "{\n  \"context\": {},\n  \"benchmarks\": [\n    {\"name\": \"a\"},\n    {\"name\": \"b\"}\n  ]\n}\n";
-  EXPECT_EQ(bench::benchmark_entries(doc), "{\"name\": \"a\"},\n    {\"name\": \"b\"}");
-  EXPECT_EQ(bench::benchmark_entries(doc.substr(0, doc.size() - 4)), "");
-  EXPECT_EQ(bench::benchmark_entries("{\n  \"context\": {},\n  \"benchmarks\": [\n\n  ]\n}\n"), "");
+  EXPECT_EQ(nlohmann::json::parse("[" + report::benchmark_entries(doc) + "]"),
+            nlohmann::json::parse(R"([{"name": "a"}, {"name": "b"}])"));
+  EXPECT_EQ(report::benchmark_entries(doc.substr(0, doc.size() - 4)), "");
+  EXPECT_EQ(report::benchmark_entries("{\n  \"context\": {},\n  \"benchmarks\": [\n\n  ]\n}\n"), "");
+  EXPECT_EQ(report::benchmark_entries("[1, 2]"), "");
   const auto entry = nlohmann::json::parse(bench::failure_entry("x/\"y\"", "killed by SIGSEGV"));
   EXPECT_EQ(entry["name"], "x/\"y\"");
   EXPECT_EQ(entry["error_occurred"], true);

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "measuring.h"
 #include "torchprobe/inventory.h"
 #include "torchprobe/trust.h"
 
@@ -14,10 +15,10 @@ std::vector<Command> add_devices_command(CLI::App& app) {
     int threads = 0;
   };
   auto flags = std::make_shared<Flags>();
-  auto* cmd = app.add_subcommand("devices", "Inventory of the CPU, its threads and BLAS, every CUDA device, LibTorch");
+  auto* cmd = app.add_subcommand("devices", std::string(measuring_description("devices")));
   cmd->add_flag("--json", flags->json, "Print the inventory as JSON");
   cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads to set and report (default: LibTorch's own)")
-      ->check(in_range(1, 4096));
+      ->check(in_range(1, kMaxThreads));
   return {{cmd, [flags] {
              configure_threads(flags->threads);
              const Inventory inventory = collect_inventory();

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "measuring.h"
 #include "diagnostics/memory_child.h"
 #include "diagnostics/memory_diagnosis.h"
 #include "diagnostics/scenarios.h"
@@ -82,7 +83,8 @@ Command add_memory(CLI::App& diagnose) {
   cmd->add_option("--leak-steps", flags->leak_steps, "Steps the leak detector watches")
       ->check(in_range(3, 100000))
       ->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads (default: every core)")->check(in_range(1, 4096));
+  cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads (default: every core)")
+      ->check(in_range(1, kMaxThreads));
   cmd->add_flag("--json", flags->json, "Print the reports as JSON");
   cmd->add_flag("--child", flags->child, "internal: the CPU probe's child process")->group("");
   cmd->add_option("--child-resume", flags->child_resume, "internal: trials an earlier child ran")->group("");
@@ -143,7 +145,7 @@ Command add_memory(CLI::App& diagnose) {
 }  // namespace
 
 std::vector<Command> add_diagnose_command(CLI::App& app) {
-  auto* diagnose = app.add_subcommand("diagnose", "Reproduce real errors, catch them and explain cause and fix");
+  auto* diagnose = app.add_subcommand("diagnose", std::string(measuring_description("diagnose")));
   diagnose->require_subcommand(1);
   return {add_device(*diagnose), add_memory(*diagnose)};
 }

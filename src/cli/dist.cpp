@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "measuring.h"
 #include "torchprobe/blas.h"
 #include "torchprobe/config.h"
 #include "torchprobe/input_error.h"
@@ -122,7 +123,7 @@ constexpr double kMinTimeout = 1.0, kMaxTimeout = 86400.0;
 
 std::vector<Command> add_dist_command(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
-  auto* dist = app.add_subcommand("dist", "One rank of a distributed job (torchrun's variables; scripts/launch.sh N)");
+  auto* dist = app.add_subcommand("dist", std::string(measuring_description("dist")));
   dist->require_subcommand(1);
   auto* allreduce = dist->add_subcommand("allreduce", "All-reduce sweep: time, algbw and busbw (nccl-tests' definitions)");
   auto* train = dist->add_subcommand("train", "Data-parallel training steps: per-rank and global images/s, scaling efficiency");
@@ -137,7 +138,8 @@ std::vector<Command> add_dist_command(CLI::App& app) {
     cmd->add_option("--device", flags->device, "cpu (Gloo), cuda (cuda:LOCAL_RANK) or cuda:N (NCCL)")->capture_default_str();
   }
   for (auto* cmd : {allreduce, train, dp}) {
-    cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads per process")->check(in_range(1, 4096));
+    cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads per process")
+        ->check(in_range(1, kMaxThreads));
     cmd->add_flag("--json", flags->json, "Print JSON (rank 0): Google Benchmark's schema, for report and compare");
     cmd->add_option("--out", flags->out, "Also write the JSON here (rank 0)");
     cmd->add_option("--repetitions", flags->repetitions, "The timed calls are split into this many repetitions")

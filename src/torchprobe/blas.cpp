@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "torchprobe/strings.h"
+
 namespace torchprobe {
 namespace {
 
@@ -23,11 +25,6 @@ std::string show_config_setting(const std::string& key) {  // "BLAS_INFO=mkl, ..
   if (pos == std::string::npos) return "";
   const auto start = pos + key.size() + 1;
   return config.substr(start, config.find_first_of(",\n", start) - start);
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
 }
 
 /// OpenBLAS's own entry points, looked up in the library that serves sgemm_ only: a global look-up
@@ -112,14 +109,14 @@ BlasInfo detect_blas() {
     else if (api.get_num_threads) info.threads = api.get_num_threads();
     return info;
   }
-  const std::string path = lower(info.library_path);
+  const std::string path = to_lower(info.library_path);
   const std::string file = path.substr(path.find_last_of('/') + 1);
   if (path.empty() || file.rfind("libtorch", 0) == 0) {
     // No separate BLAS: pip and archive LibTorch carry MKL statically inside libtorch_cpu, threaded
     // by the OpenMP runtime LibTorch uses.
     const std::string built_in = show_config_setting("BLAS_INFO");
     info.vendor = built_in.empty() ? "unknown (no sgemm_ found)" : built_in + " (linked into LibTorch)";
-    if (lower(built_in).find("mkl") != std::string::npos && aten_uses_openmp()) {
+    if (to_lower(built_in).find("mkl") != std::string::npos && aten_uses_openmp()) {
       info.threading = BlasThreading::kOpenMP;
       info.threads = at::get_num_threads();
     }

@@ -17,6 +17,10 @@
 
 namespace torchprobe {
 
+/// The most threads any --threads flag takes (torchprobe-bench, devices, diagnose memory, dist): one bound for
+/// every program, far above any host's cores.
+inline constexpr int kMaxThreads = 1024;
+
 /// The range check of every numeric flag. Unlike CLI::Range it refuses NaN and +-Inf (which compare
 /// false with both bounds), a negative number for a count (instead of wrapping it), and text after the
 /// number, and its message states the real range: "--alpha: Value 0 not in range 1e-09 to 0.5".

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "torchprobe/backend.h"
+#include "torchprobe/device_token.h"
 #include "torchprobe/error.h"
 #include "torchprobe/strings.h"
 
@@ -33,14 +34,8 @@ bool parse_one(const std::string& text, torch::Device* out, bool* bare_cuda) {
     *bare_cuda = true;
     return true;
   }
-  const std::string prefix = "cuda:";
-  if (text.compare(0, prefix.size(), prefix) != 0) return false;
-  const std::string digits = text.substr(prefix.size());
-  if (digits.empty() || digits.size() > 3 ||
-      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    return false;
-  }
-  *out = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(digits)));
+  if (!is_indexed_device(text, "cuda")) return false;
+  *out = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(text.substr(5))));
   return true;
 }
 

@@ -7,9 +7,9 @@
 #include <chrono>
 #include <climits>
 #include <ctime>
-#include <nlohmann/json.hpp>
 
 #include "torchprobe/inventory.h"
+#include "torchprobe/report/schema.h"
 
 namespace torchprobe {
 
@@ -17,13 +17,15 @@ ContextEntries torchprobe_context(const ThreadSetup& threads, const std::string&
                                   const std::vector<trust::Warning>& warnings) {
   const Inventory inventory = collect_inventory();
   ContextEntries out = {
+      {std::string(report::schema::kVersionKey), std::to_string(report::schema::kVersion)},
       {"torchprobe_version", inventory.torchprobe_version},
       {"libtorch_version", inventory.libtorch_version},
       {"torch_threads", std::to_string(threads.intra_op)},
       {"interop_threads", std::to_string(threads.inter_op)},
-      {"blas", threads.blas.kernel.empty() ? threads.blas.vendor : threads.blas.vendor + " (" + threads.blas.kernel + " kernels)"},
-      {"blas_threading", fmt::format("{}, {} thread(s){}", blas_threading_name(threads.blas.threading), threads.blas.threads,
-                                     threads.blas_pinned ? ", pinned" : "")},
+      {"blas", threads.blas.kernel.empty() ? threads.blas.vendor
+                                           : threads.blas.vendor + " (" + threads.blas.kernel + " kernels)"},
+      {"blas_threading", fmt::format("{}, {} thread(s){}", blas_threading_name(threads.blas.threading),
+                                     threads.blas.threads, threads.blas_pinned ? ", pinned" : "")},
   };
   if (!allocator.empty()) out.emplace_back("host_allocator", allocator);
   out.emplace_back("inventory", inventory_json(inventory, /*indent=*/-1));
@@ -53,21 +55,6 @@ ContextEntries standard_context() {
           {"executable", n > 0 ? std::string(exe, static_cast<size_t>(n)) : ""},
           {"num_cpus", std::to_string(available_cores())},
           {"library_build_type", build}};
-}
-
-std::string results_document(const ContextEntries& context, const std::string& benchmarks_json) {
-  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
-  for (const auto& [k, v] : context) {
-    if (k == "num_cpus") {
-      ctx[k] = std::stoi(v);  // Google Benchmark writes it as a number
-    } else {
-      ctx[k] = v;
-    }
-  }
-  nlohmann::ordered_json doc;
-  doc["context"] = ctx;
-  doc["benchmarks"] = nlohmann::ordered_json::parse(benchmarks_json);
-  return doc.dump(2) + "\n";
 }
 
 }  // namespace torchprobe

@@ -7,23 +7,19 @@
 #include <vector>
 
 #include "torchprobe/blas.h"
+#include "torchprobe/report/results_writer.h"  // ContextEntries, results_document
 #include "torchprobe/trust.h"
 
 namespace torchprobe {
 
-using ContextEntries = std::vector<std::pair<std::string, std::string>>;
-
-/// torchprobe's own context keys: torchprobe_version, libtorch_version, torch_threads, interop_threads,
-/// blas, blas_threading, host_allocator (when set), inventory (one-line JSON), trust_warnings (JSON array).
+/// torchprobe's own context keys: torchprobe_schema (report/schema.h), torchprobe_version, libtorch_version,
+/// torch_threads, interop_threads, blas, blas_threading, host_allocator (when set), inventory (one-line JSON),
+/// trust_warnings (JSON array).
 ContextEntries torchprobe_context(const ThreadSetup& threads, const std::string& allocator,
                                   const std::vector<trust::Warning>& warnings);
 
 /// The keys Google Benchmark writes itself (date, host_name, executable, num_cpus, library_build_type),
 /// for files torchprobe writes without it.
 ContextEntries standard_context();
-
-/// {"context": {...}, "benchmarks": [...]} in Google Benchmark's JSON schema; `benchmarks_json` is the
-/// array's text. Numbers among the context values stay strings, as Google Benchmark's custom context does.
-std::string results_document(const ContextEntries& context, const std::string& benchmarks_json);
 
 }  // namespace torchprobe

@@ -14,4 +14,10 @@ inline std::string trim(std::string s) {
   return s;
 }
 
+/// `s` in lower case (ASCII letters; other bytes as they are).
+inline std::string to_lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
 }  // namespace torchprobe

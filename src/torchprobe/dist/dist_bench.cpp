@@ -211,59 +211,61 @@ DistTrainResult data_parallel_train(const std::string& model, const std::vector<
   return result;
 }
 
-namespace {
-/// One Google Benchmark "iteration" entry: a repetition of a benchmark timed by torchprobe.
-nlohmann::ordered_json repetition_entry(const std::string& name, size_t index, size_t repetitions, int iterations,
-                                        double time, const char* unit) {
-  return {{"name", name},          {"run_name", name},     {"run_type", "iteration"}, {"repetitions", repetitions},
-          {"repetition_index", index}, {"threads", 1},     {"iterations", iterations},
-          {"real_time", time},     {"cpu_time", time},     {"time_unit", unit}};
-}
-}  // namespace
-
 std::string all_reduce_json(const ProcessGroup& group, const std::vector<AllReduceRow>& rows, const ContextEntries& context) {
-  nlohmann::ordered_json benchmarks = nlohmann::ordered_json::array();
+  std::vector<report::Entry> entries;
   const double n = group.world_size();
   for (const auto& r : rows) {
     const std::string name = fmt::format("dist_allreduce/{}/{}/world:{}/dtype:fp32/bytes:{}", group.backend_name(),
                                          group.device().is_cuda() ? "cuda" : "cpu", group.world_size(), r.bytes);
     for (size_t i = 0; i < r.repetition_us.size(); ++i) {
-      auto entry = repetition_entry(name, i, r.repetition_us.size(), 1, r.repetition_us[i], "us");
+      report::Entry entry;
+      entry.name = name;
+      entry.repetition_index = i;
+      entry.repetitions = r.repetition_us.size();
+      entry.time = r.repetition_us[i];
+      entry.time_unit = "us";
       const double algbw = static_cast<double>(r.bytes) / (r.repetition_us[i] * 1e-6) / 1e9;
-      entry["bytes"] = static_cast<double>(r.bytes);
-      entry["algbw_gbps"] = algbw;
-      entry["busbw_gbps"] = algbw * 2.0 * (n - 1.0) / n;
-      entry["world_size"] = n;
-      benchmarks.push_back(entry);
+      entry.counters = {{"bytes", static_cast<double>(r.bytes)},
+                        {"algbw_gbps", algbw},
+                        {"busbw_gbps", algbw * 2.0 * (n - 1.0) / n},
+                        {"world_size", n}};
+      entries.push_back(std::move(entry));
     }
   }
-  return results_document(context, benchmarks.dump());
+  return report::results_document(context, entries);
 }
 
 std::string train_json(const DistTrainResult& r, const ContextEntries& context) {
-  nlohmann::ordered_json benchmarks = nlohmann::ordered_json::array();
+  std::vector<report::Entry> entries;
   const std::string name = fmt::format("dist_train/{}/{}/world:{}/batch:{}/engine:{}", r.model, r.device, r.world_size,
                                        r.batch_per_rank, r.engine);
   const auto per_repetition = static_cast<int>(std::max<size_t>(1, static_cast<size_t>(r.steps) / std::max<size_t>(1, r.repetition_ms.size())));
   for (size_t i = 0; i < r.repetition_ms.size(); ++i) {
-    auto entry = repetition_entry(name, i, r.repetition_ms.size(), per_repetition, r.repetition_ms[i], "ms");
+    report::Entry entry;
+    entry.name = name;
+    entry.repetition_index = i;
+    entry.repetitions = r.repetition_ms.size();
+    entry.iterations = per_repetition;
+    entry.time = r.repetition_ms[i];
     const double global = static_cast<double>(r.world_size * r.batch_per_rank) / (r.repetition_ms[i] / 1e3);
-    entry["images_per_s"] = global;
-    entry["scaling_efficiency"] = global / (r.world_size * r.single_images_per_s);
-    entry["single_ms_per_step"] = r.single_ms_per_step;
-    entry["world_size"] = r.world_size;
-    entry["batch_per_rank"] = static_cast<double>(r.batch_per_rank);
-    entry["all_reduce_calls_per_step"] = r.all_reduce_calls_per_step;
+    auto& c = entry.counters;
+    c = {{"images_per_s", global},
+         {"scaling_efficiency", global / (r.world_size * r.single_images_per_s)},
+         {"single_ms_per_step", r.single_ms_per_step},
+         {"world_size", r.world_size},
+         {"batch_per_rank", static_cast<double>(r.batch_per_rank)},
+         {"all_reduce_calls_per_step", r.all_reduce_calls_per_step}};
     if (r.all_reduce_ms_per_step > 0.0) {
-      entry["gradient_bytes"] = static_cast<double>(r.gradient_bytes);
-      entry["all_reduce_ms_per_step"] = r.all_reduce_ms_per_step;
-      entry["all_reduce_share_pct"] = 100.0 * r.all_reduce_share;
-      if (r.world_size > 1) entry["busbw_gbps"] = r.busbw_gbps;  // one rank moves nothing
+      c.emplace_back("gradient_bytes", static_cast<double>(r.gradient_bytes));
+      c.emplace_back("all_reduce_ms_per_step", r.all_reduce_ms_per_step);
+      c.emplace_back("all_reduce_share_pct", 100.0 * r.all_reduce_share);
+      if (r.world_size > 1) c.emplace_back("busbw_gbps", r.busbw_gbps);  // one rank moves nothing
     }
-    for (size_t k = 0; k < r.rank_ms_per_step.size(); ++k) entry[fmt::format("rank{}_ms_per_step", k)] = r.rank_ms_per_step[k];
-    benchmarks.push_back(entry);
+    for (size_t k = 0; k < r.rank_ms_per_step.size(); ++k)
+      c.emplace_back(fmt::format("rank{}_ms_per_step", k), r.rank_ms_per_step[k]);
+    entries.push_back(std::move(entry));
   }
-  return results_document(context, benchmarks.dump());
+  return report::results_document(context, entries);
 }
 
 std::string all_reduce_text(const ProcessGroup& group, const std::vector<AllReduceRow>& rows) {

@@ -16,8 +16,6 @@ namespace {
 using report::format_duration;
 using report::format_pct;
 
-std::string short_commit(const std::string& sha) { return sha.substr(0, 10); }
-
 double segment_median(const std::vector<Point>& points, size_t begin, size_t end) {
   std::vector<double> values;
   for (size_t i = begin; i < end; ++i) values.push_back(points[i].median_ms);

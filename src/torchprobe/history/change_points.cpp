@@ -185,7 +185,7 @@ double min_p(const std::vector<double>& segment, double observed_end, double obs
 
 // Every significant split, recursively: the best split of the segment is kept when the permutation test
 // gives p < alpha, then each side is searched in turn. The size of a change is judged afterwards, between
-// neighbouring change points (prune_small), so a step that a later step undoes (a regression fixed
+// neighbouring change points (keep_large_enough), so a step that a later step undoes (a regression fixed
 // fifteen commits on) is still found: judged on the whole segment, its medians barely differ.
 void bisect(const std::vector<double>& values, size_t begin, size_t end, const ChangePointOptions& options,
             std::vector<ChangePoint>& found) {
@@ -248,10 +248,12 @@ double resampled_level(const std::vector<double>& medians, const std::vector<std
   return median_in_place(levels);
 }
 
+}  // namespace
+
 // Drops, weakest first, the change points that are not large_enough between their neighbours; each drop merges
 // two segments, so the neighbours are judged again (estimates are kept per segment triple).
-void prune_small(const std::vector<double>& values, const std::vector<std::vector<double>>& samples,
-                 const ChangePointOptions& options, std::vector<ChangePoint>& found) {
+void keep_large_enough(const std::vector<double>& values, const std::vector<std::vector<double>>& samples,
+                       const ChangePointOptions& options, std::vector<ChangePoint>& found) {
   std::map<std::tuple<size_t, size_t, size_t>, ChangeEstimate> known;
   while (!found.empty()) {
     size_t weakest = found.size();
@@ -273,8 +275,6 @@ void prune_small(const std::vector<double>& values, const std::vector<std::vecto
     found.erase(found.begin() + static_cast<std::ptrdiff_t>(weakest));
   }
 }
-
-}  // namespace
 
 std::vector<double> divergence(const std::vector<double>& values) {
   if (values.size() < 2) return std::vector<double>(values.size(), 0.0);
@@ -319,11 +319,6 @@ std::vector<ChangePoint> significant_splits(const std::vector<double>& values, c
   bisect(values, 0, values.size(), options, found);
   std::sort(found.begin(), found.end(), [](const ChangePoint& a, const ChangePoint& b) { return a.index < b.index; });
   return found;
-}
-
-void keep_large_enough(const std::vector<double>& values, const std::vector<std::vector<double>>& samples,
-                       const ChangePointOptions& options, std::vector<ChangePoint>& found) {
-  prune_small(values, samples, options, found);
 }
 
 std::vector<ChangePoint> e_divisive(const std::vector<double>& values, const ChangePointOptions& options,

@@ -101,8 +101,6 @@ std::string head() {
                      hash_source(kScript), hash_source(kStyle), kStyle);
 }
 
-std::string short_commit(const std::string& sha) { return sha.substr(0, 7); }
-
 // One series: median per run as a line, median +- CV as a band, change points as dashed lines with labels.
 std::string series_svg(const SeriesReport& report, size_t id) {
   const auto& points = report.series.points;

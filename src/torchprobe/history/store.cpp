@@ -6,14 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <sys/wait.h>
-
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -22,63 +18,19 @@
 #include <stdexcept>
 #include <thread>
 
+#include "torchprobe/history/sqlite.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/io.h"
-#include "torchprobe/subprocess.h"
 
 namespace torchprobe::history {
 namespace {
 
 using nlohmann::json;
-
-constexpr int kDefaultBusyTimeoutMs = 60000;
-
-// The busy timeout: kBusyTimeoutVariable when set (tests keep a lock short), else 60 s.
-int busy_timeout_ms() {
-  const char* text = std::getenv(kBusyTimeoutVariable);
-  if (text == nullptr || *text == '\0') return kDefaultBusyTimeoutMs;
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || errno != 0 || value < 0 || value > 86400000) {
-    throw InputError(fmt::format("{}: '{}' is not a number of milliseconds (0 to 86400000)", kBusyTimeoutVariable,
-                                 std::string(text).substr(0, 40)));
-  }
-  return static_cast<int>(value);
-}
-
-// What is wrong with the database, from SQLite's result code, for "history database PATH <what>".
-std::string what_is_wrong(sqlite3* db, int code, int busy_timeout, const std::string& doing) {
-  const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(code);
-  const int system_errno = db != nullptr ? sqlite3_system_errno(db) : 0;
-  const std::string system = system_errno != 0 ? fmt::format(": {}", std::strerror(system_errno)) : "";
-  switch (code & 0xff) {
-    case SQLITE_NOTADB: return fmt::format("is not a torchprobe history database ({})", message);
-    case SQLITE_CORRUPT: return fmt::format("is corrupt ({})", message);
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return fmt::format("is locked by another process (gave up after {} ms; {} sets the wait)", busy_timeout,
-                         kBusyTimeoutVariable);
-    case SQLITE_READONLY: return fmt::format("cannot be written ({})", message);
-    case SQLITE_CANTOPEN:
-    case SQLITE_PERM:
-    case SQLITE_AUTH: return fmt::format("cannot be opened ({}{})", message, system);
-    case SQLITE_IOERR: return fmt::format("cannot be read or written ({}{})", message, system);
-    case SQLITE_FULL: return fmt::format("cannot be written: the disk is full ({})", message);
-    case SQLITE_ERROR:
-      // The SQL is ours and tested: a missing table or column means another program's tables.
-      if (message.rfind("no such ", 0) == 0) return fmt::format("is not a torchprobe history database ({})", message);
-      break;
-    default: break;
-  }
-  return fmt::format("failed while {}: {}", doing, message);
-}
-
-// Every SQLite failure is the database's problem, never a slowdown: one DatabaseError naming the file.
-[[noreturn]] void fail(sqlite3* db, const std::string& path, int busy_timeout, const std::string& doing) {
-  const int code = db != nullptr ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
-  throw DatabaseError(fmt::format("history database {} {}", path, what_is_wrong(db, code, busy_timeout, doing)));
-}
+using sqlite::busy_timeout_ms;
+using sqlite::immutable_uri;
+using sqlite::kDefaultBusyTimeoutMs;
+using sqlite::Statement;
+using sqlite::Transaction;
 
 const char* const kSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -138,52 +90,6 @@ std::string content_key(const std::string& text) {
   return fmt::format("{:016x}{:016x}-{}", a, b, text.size());
 }
 
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql, const std::string& path, int busy_timeout)
-      : db_(db), path_(path), busy_timeout_(busy_timeout) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail("preparing a statement");
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int i, const std::string& v) { return check(sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT)); }
-  Statement& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
-  Statement& bind(int i, std::int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
-  Statement& bind(int i, int v) { return check(sqlite3_bind_int(stmt_, i, v)); }
-  /// True while there is a row; throws on errors.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail("running a statement");
-  }
-  void run() {
-    step();
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  void reset() { sqlite3_reset(stmt_); }
-  std::string text(int col) const {
-    const auto* p = sqlite3_column_text(stmt_, col);
-    return p == nullptr ? "" : std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
-  }
-  double real(int col) const { return sqlite3_column_double(stmt_, col); }
-  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  Statement& check(int rc) {
-    if (rc != SQLITE_OK) fail("binding a value");
-    return *this;
-  }
-  [[noreturn]] void fail(const char* doing) const { history::fail(db_, path_, busy_timeout_, doing); }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  std::string path_;
-  int busy_timeout_;
-};
-
 json context_to_json(const report::RunContext& c) {
   json devices = json::array();
   for (const auto& d : c.devices) devices.push_back({{"id", d.id}, {"name", d.name}, {"details", d.details}});
@@ -217,77 +123,6 @@ report::RunContext context_from_json(const std::string& text) {
   return c;
 }
 
-// The first line a program wrote on stdout, or "" when it failed.
-std::string first_line_of(const std::vector<std::string>& argv) {
-  std::string line;
-  subprocess::Options options;
-  options.on_stdout_line = [&](const std::string& l) {
-    if (line.empty()) line = l;
-  };
-  options.on_stderr_line = [](const std::string&) {};
-  try {
-    const int status = subprocess::run(argv, options);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? line : "";
-  } catch (const std::exception&) {
-    return "";
-  }
-}
-
-std::string find_on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path == nullptr ? "/usr/bin:/bin" : path;
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    const size_t colon = std::min(dirs.find(':', start), dirs.size());
-    const std::string candidate = (std::filesystem::path(dirs.substr(start, colon - start)) / program).string();
-    if (colon > start && access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = colon + 1;
-  }
-  return "";
-}
-
-int digits(const std::string& s, size_t pos, size_t count) {
-  if (pos + count > s.size()) return -1;
-  int value = 0;
-  for (size_t i = pos; i < pos + count; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return -1;
-    value = value * 10 + (s[i] - '0');
-  }
-  return value;
-}
-
-// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-// Runs SQL without results; throws DatabaseError (the statement's first line says which step failed).
-void exec(sqlite3* db, const std::string& path, int busy_timeout, const std::string& sql) {
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
-    fail(db, path, busy_timeout, "running " + sql.substr(0, sql.find('\n')));
-  }
-}
-
-// "file:" URI of `path` opened read-only as immutable: no locks, no WAL index (which a read-only directory or
-// file system cannot hold).
-std::string immutable_uri(const std::string& path) {
-  std::string uri = "file://";
-  for (const char c : std::filesystem::absolute(path).string()) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || std::strchr("/-._~", c) != nullptr) {
-      uri += c;
-    } else {
-      uri += fmt::format("%{:02X}", static_cast<unsigned>(u));
-    }
-  }
-  return uri + "?mode=ro&immutable=1";
-}
-
 // An id as a message may show it: control characters escaped, long ones cut.
 std::string printable(const std::string& text) {
   std::string out;
@@ -298,77 +133,7 @@ std::string printable(const std::string& text) {
   return text.size() > 80 ? out + "..." : out;
 }
 
-// BEGIN IMMEDIATE takes the write lock at once (waiting up to the busy timeout), so two writers never
-// both read and then both write; rolled back unless committed.
-class Transaction {
- public:
-  Transaction(sqlite3* db, const std::string& path, int busy_timeout) : db_(db), path_(path), busy_timeout_(busy_timeout) {
-    exec(db_, path_, busy_timeout_, "BEGIN IMMEDIATE");
-  }
-  ~Transaction() {
-    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  void commit() {
-    exec(db_, path_, busy_timeout_, "COMMIT");
-    done_ = true;
-  }
-
- private:
-  sqlite3* db_;
-  std::string path_;
-  int busy_timeout_;
-  bool done_ = false;
-};
-
 }  // namespace
-
-bool parse_iso8601(const std::string& s, std::int64_t& seconds) {
-  const int year = digits(s, 0, 4), month = digits(s, 5, 2), day = digits(s, 8, 2);
-  if (year < 0 || month < 1 || month > 12 || day < 1 || s[4] != '-' || s[7] != '-') return false;
-  // The month's real length: 2026-02-30 or 2025-02-29 is no date.
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  const int month_days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (day > month_days[month - 1]) return false;
-  int hour = 0, minute = 0, second = 0, offset_minutes = 0;
-  size_t pos = 10;
-  if (pos < s.size()) {
-    if (s[pos] != 'T' && s[pos] != ' ') return false;
-    hour = digits(s, pos + 1, 2);
-    minute = digits(s, pos + 4, 2);
-    if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || s[pos + 3] != ':') return false;
-    pos += 6;
-    if (pos < s.size() && s[pos] == ':') {
-      second = digits(s, pos + 1, 2);
-      if (second < 0 || second > 60) return false;
-      pos += 3;
-      if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {
-        ++pos;
-        const size_t start = pos;
-        while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
-        if (pos == start) return false;
-      }
-    }
-    if (pos < s.size()) {
-      if (s[pos] == 'Z' && pos + 1 == s.size()) {
-        pos = s.size();
-      } else if (s[pos] == '+' || s[pos] == '-') {
-        const int oh = digits(s, pos + 1, 2);
-        const bool colon = pos + 3 < s.size() && s[pos + 3] == ':';
-        const int om = digits(s, pos + (colon ? 4 : 3), 2);
-        if (oh < 0 || oh > 23 || om < 0 || om > 59 || pos + (colon ? 6 : 5) != s.size()) return false;
-        offset_minutes = (s[pos] == '+' ? 1 : -1) * (oh * 60 + om);
-        pos = s.size();
-      } else {
-        return false;
-      }
-    }
-  }
-  seconds = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600 +
-            minute * 60 + second - offset_minutes * 60;
-  return true;
-}
 
 void check_commit_id(const std::string& commit, const std::string& flag) {
   const bool bad_character = std::any_of(commit.begin(), commit.end(), [](char c) {
@@ -380,24 +145,6 @@ void check_commit_id(const std::string& commit, const std::string& flag) {
   }
 }
 
-RunLabels complete_labels(RunLabels labels) {
-  if (labels.commit.empty() || labels.branch.empty()) {
-    const std::string git = find_on_path("git");
-    if (!git.empty()) {
-      if (labels.commit.empty()) labels.commit = first_line_of({git, "rev-parse", "HEAD"});
-      if (labels.branch.empty()) {
-        const std::string branch = first_line_of({git, "rev-parse", "--abbrev-ref", "HEAD"});
-        if (branch != "HEAD") labels.branch = branch;  // a detached HEAD (a CI checkout) has no branch
-      }
-    }
-    if (labels.commit.empty()) {
-      throw InputError("no commit for the run: not inside a git repository (or git is not installed); pass --commit SHA");
-    }
-  }
-  check_commit_id(labels.commit);
-  return labels;
-}
-
 struct Store::Impl {
   std::string path;
   sqlite3* db = nullptr;
@@ -405,14 +152,14 @@ struct Store::Impl {
 
   ~Impl() { sqlite3_close_v2(db); }
 
-  void exec(const std::string& sql) { history::exec(db, path, busy_timeout, sql); }
+  void exec(const std::string& sql) { sqlite::exec(db, path, busy_timeout, sql); }
   Statement prepare(const std::string& sql) const { return Statement(db, sql, path, busy_timeout); }
   bool has_table(const std::string& name) const {
     Statement s = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
     s.bind(1, name);
     return s.step();
   }
-  [[noreturn]] void fail(const std::string& doing) const { history::fail(db, path, busy_timeout, doing); }
+  [[noreturn]] void fail(const std::string& doing) const { sqlite::fail(db, path, busy_timeout, doing); }
   [[noreturn]] void refuse(const std::string& what) const {
     throw DatabaseError(fmt::format("history database {} {}", path, what));
   }

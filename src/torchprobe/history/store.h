@@ -59,6 +59,9 @@ struct AddOutcome {
   size_t benchmarks = 0;
 };
 
+/// A commit as the history prints and draws it (show, check, the dashboard): its first 10 characters.
+inline std::string short_commit(const std::string& commit) { return commit.substr(0, 10); }
+
 /// One point of a series: one benchmark's result in one run.
 struct Point {
   std::int64_t run_id = 0;

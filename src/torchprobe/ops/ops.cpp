@@ -323,6 +323,16 @@ std::vector<OpCase> plan_ops(const std::vector<torch::Device>& devices, const Op
   std::vector<OpCase> plan;
   Planner planner{selection, plan};
   for (const auto& device : devices) plan_device(device, planner);
+  // An op asked for by name that times nothing here is said, not silently dropped (model_to on the CPU, an op
+  // with no case in the core set).
+  for (const auto& op : selection.ops) {
+    if (std::none_of(plan.begin(), plan.end(), [&](const OpCase& c) { return c.op == op; })) {
+      std::vector<std::string> names;
+      for (const auto& d : devices) names.push_back(device_string(d));
+      throw InputError(fmt::format("op '{}' has no benchmark on {}{}", op, fmt::join(names, ", "),
+                                   selection.all ? "" : " in the core set (--op-set all times more)"));
+    }
+  }
   return plan;
 }
 

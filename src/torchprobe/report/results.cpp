@@ -1,6 +1,7 @@
 #include "torchprobe/report/results.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -13,8 +14,10 @@
 #include <set>
 #include <sstream>
 
+#include "torchprobe/device_token.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/io.h"
+#include "torchprobe/report/schema.h"
 #include "torchprobe/stats.h"
 
 namespace torchprobe::report {
@@ -151,8 +154,15 @@ RunContext parse_context(const json& doc, const std::string& source) {
   ctx.threads = string_or(c, "torch_threads");
   ctx.blas = string_or(c, "blas");
   ctx.data = string_or(c, "data");
-  ctx.run_status = string_or(c, "torchprobe_run");
-  ctx.devices = devices_from_inventory(string_or(c, "inventory"), source);
+  const std::string version = string_or(c, std::string(schema::kVersionKey).c_str());
+  if (!version.empty() && version != std::to_string(schema::kVersion)) {
+    throw InputError(
+        fmt::format("{}: results schema {} (context.{}); this torchprobe reads schema {}: read it with "
+                    "the torchprobe that wrote it, or a newer one",
+                    source, version.substr(0, 20), schema::kVersionKey, schema::kVersion));
+  }
+  ctx.run_status = string_or(c, std::string(schema::kRunStatusKey).c_str());
+  ctx.devices = devices_from_inventory(string_or(c, std::string(schema::kInventoryKey).c_str()), source);
   const std::string warnings = string_or(c, "trust_warnings");
   if (!warnings.empty()) {
     check_nesting(warnings, source + ": context.trust_warnings");
@@ -243,27 +253,32 @@ std::string nonfinite_to_null(const std::string& text) {
   return out;
 }
 
-bool is_device(const std::string& token) {
-  if (token == "cpu" || token == "mps") return true;
-  for (const std::string prefix : {"cuda", "xpu"}) {
-    if (token.compare(0, prefix.size(), prefix) != 0) continue;
-    if (token.size() == prefix.size()) return true;
-    if (token[prefix.size()] != ':' || token.size() == prefix.size() + 1) return false;
-    return std::all_of(token.begin() + static_cast<std::ptrdiff_t>(prefix.size() + 1), token.end(),
-                       [](unsigned char c) { return std::isdigit(c); });
-  }
-  return false;
-}
-
 }  // namespace
 
 namespace {
-// The name a run's inventory gives `device`; "" where it has none.
-std::string device_name_in(const RunContext& context, const std::string& device) {
+// The name a run's inventory gives one device; "" where it has none.
+std::string one_device_name(const RunContext& context, const std::string& device) {
   for (const auto& d : context.devices) {
     if (d.id == device) return d.name;
   }
   return "";
+}
+
+// The name a run's inventory gives `device`; "" where it has none. The devices of one data_parallel process
+// ("cuda:0,cuda:1") by their names: "2 x NVIDIA H100 80GB HBM3", or "A + B" where they differ.
+std::string device_name_in(const RunContext& context, const std::string& device) {
+  if (device.find(',') == std::string::npos) return one_device_name(context, device);
+  std::vector<std::string> names;
+  for (size_t start = 0; start <= device.size();) {
+    const size_t comma = std::min(device.find(',', start), device.size());
+    names.push_back(one_device_name(context, device.substr(start, comma - start)));
+    if (names.back().empty()) return "";
+    start = comma + 1;
+  }
+  if (std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n == names.front(); })) {
+    return fmt::format("{} x {}", names.size(), names.front());
+  }
+  return fmt::format("{}", fmt::join(names, " + "));
 }
 }  // namespace
 
@@ -305,8 +320,8 @@ double Result::counter(const std::string& name) const {
 }
 
 std::string without_timing_suffix(const std::string& name) {
-  for (const char* suffix : {"/manual_time", "/real_time", "/process_time"}) {
-    if (ends_with(name, suffix)) return name.substr(0, name.size() - std::char_traits<char>::length(suffix));
+  for (const auto suffix : schema::kTimingSuffixes) {
+    if (ends_with(name, "/" + std::string(suffix))) return name.substr(0, name.size() - suffix.size() - 1);
   }
   return name;
 }
@@ -320,7 +335,7 @@ void parse_benchmark_name(const std::string& name, Result& result) {
   for (size_t i = 1; i < tokens.size(); ++i) {
     const std::string& token = tokens[i];
     const auto colon = token.find(':');
-    if (is_device(token)) {
+    if (is_device_list_token(token)) {
       if (result.device.empty()) result.device = token;
     } else if (colon != std::string::npos && colon > 0) {
       result.params[token.substr(0, colon)] = token.substr(colon + 1);

@@ -1,0 +1,224 @@
+#include "diagnostics/classify_facts.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <unordered_set>
+#include <utility>
+
+#include "diagnostics/classify_patterns.h"
+#include "torchprobe/strings.h"
+
+namespace torchprobe::diagnostics::detail {
+
+// ---- What the message names: devices, argument, op --------------------------------------------------------------
+
+namespace {
+
+using Groups = std::vector<std::string>;
+
+std::string device_word(const std::string& word) { return word == "GPU" ? "cuda" : to_lower(word); }
+
+/// A way a message writes a device. Tried at each position in table order; the leftmost match wins.
+struct DeviceForm {
+  const char* pattern;
+  /// The devices a match names, from the pattern's groups: none for text that only looks like a device.
+  Groups (*read)(const Groups& g);
+  /// An ordinal or a device string the program asked for: what invalid_device reports.
+  bool asked_for = false;
+};
+
+const std::vector<DeviceForm>& device_forms() {
+  static const std::vector<DeviceForm> forms = {
+      // Paths and URLs (aten/src/ATen/native/cuda/...), Python attributes (torch.cuda.is_available, x.cpu()), the
+      // CUDA runtime's name and attribute names ("'list' object has no attribute 'cuda'") are not devices.
+      {R"((?:[A-Za-z]:)?[\w.~-]*[/\\][\w.~/\\-]+)", [](const Groups&) { return Groups{}; }},
+      {R"(device string:? '?([^'\s]*[^'\s.,;!]))", [](const Groups& g) { return Groups{g[0]}; }, true},
+      {R"('(\w+)' backend)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
+      {R"(\bbackend (CUDA|CPU|MPS|XPU|HIP|Meta)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
+      // Tensor types of 0.3 to 1.x: torch.FloatTensor is a CPU tensor, torch.cuda.FloatTensor a CUDA one.
+      {R"(\btorch\.(cuda\.)?[A-Z]\w*Tensor\b)", [](const Groups& g) { return Groups{g[0].empty() ? "cpu" : "cuda"}; }},
+      {R"(\b(CUDA|CPU)\w*(?:Tensor|Type)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
+      {R"(\bcuda runtime\b|\battribute '\w+'|\.\w+)", [](const Groups&) { return Groups{}; }},
+      {R"(\b(?:(?:on|to|at) (?:a |the )?)?(?:CUDA device|cuda device|GPU) (\d+)\b)",
+       [](const Groups& g) { return Groups{"cuda:" + g[0]}; }, true},
+      // cuDNN's checkSameGPU: "but device 1 does not equal 0".
+      {R"(\bdevice (\d+) does not equal (\d+)\b)",
+       [](const Groups& g) {
+         return Groups{"cuda:" + g[0], "cuda:" + g[1]};
+       }},
+      // DDP prints torch.device reprs: "{device(type='cuda', index=0)}".
+      {R"(\bdevice\(type='(\w+)'(?:, index=(\d+))?\))",
+       [](const Groups& g) { return Groups{g[1].empty() ? g[0] : g[0] + ":" + g[1]}; }},
+      // Words for a place: "is on CPU, but expected it to be on GPU", "on different GPUs", "the MPS device".
+      // Elsewhere ("a CPU library", "an NVIDIA GPU", "CUDA modules") they name no device a tensor is on.
+      {R"(\b(?:on|to|at) (?:the |a |an |different )?(CPU|GPU|MPS|CUDA|XPU)s?\b)",
+       [](const Groups& g) { return Groups{device_word(g[0])}; }},
+      {R"(\b(CPU|GPU|MPS|CUDA|XPU) device\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
+      {R"(\b(Meta|CUDA|CPU|MPS)(?: \w+)? tensors?\b)",
+       [](const Groups& g) { return Groups{to_lower(g[0])}; }},  // "CPU int64 tensor"
+      {R"(\b(CUDA|CPU|MPS|XPU|HIP|Meta) (?:Backend|DeviceType)\b)",
+       [](const Groups& g) { return Groups{to_lower(g[0])}; }},
+      {R"(Expected a cuda device, but got: ([\w:]+))", [](const Groups& g) { return Groups{g[0]}; }, true},
+      {R"(\b(cuda|cpu|mps|xpu|npu|hpu|meta|xla|ipu|mtia|hip)(?::(\d+))?\b)",
+       [](const Groups& g) { return Groups{g[1].empty() ? g[0] : g[0] + ":" + g[1]}; }},
+  };
+  return forms;
+}
+
+}  // namespace
+
+// All forms as one pattern, "(form0)|(form1)|...", with where each form's own groups start.
+struct DeviceScanner {
+  DeviceScanner() {
+    std::string all;
+    int group = 1;
+    for (const auto& form : device_forms()) {
+      all += (all.empty() ? "(" : "|(") + std::string(form.pattern) + ")";
+      first_group.push_back(group);
+      group += 1 + compile(form.pattern).NumberOfCapturingGroups();
+    }
+    pattern = &compile(all);
+    groups = group;
+  }
+  const RE2* pattern;
+  std::vector<int> first_group;  ///< the group around form i; its own groups follow it
+  int groups;
+};
+
+const DeviceScanner& device_scanner() {
+  static const DeviceScanner scanner;
+  return scanner;
+}
+
+/// The devices `message` names, in the order it names them, each once ("cuda:0", "cpu", "mps:0", "cuda").
+/// only_asked_for: just the ordinals and device strings the program asked for (invalid_device).
+std::vector<std::string> devices_in(const std::string& message, bool only_asked_for) {
+  constexpr std::size_t kMaxDevices = 16;
+  // Each search may read to the end of the text (a path form stays open through ".a.a.a..."), so the work is
+  // bounded: the devices are those named in the first kScannedBytes, cut at a blank so no name is cut in two,
+  // found in at most kMaxMatches matches. Real messages name their devices in their first few hundred bytes.
+  constexpr std::size_t kScannedBytes = 4096, kMaxMatches = 256;
+  std::size_t end = message.size();
+  if (end > kScannedBytes) {
+    const auto cut = message.find_last_of(" \t\n", kScannedBytes);
+    end = cut == std::string::npos || cut == 0 ? kScannedBytes : cut;
+  }
+  const DeviceScanner& scanner = device_scanner();
+  const auto& forms = device_forms();
+  std::vector<StringPiece> match(static_cast<std::size_t>(scanner.groups));
+  std::vector<std::string> devices;
+  std::size_t at = 0;
+  for (std::size_t matches = 0; at < end && devices.size() < kMaxDevices && matches < kMaxMatches &&
+                                scanner.pattern->Match(message, at, end, RE2::UNANCHORED, match.data(), scanner.groups);
+       ++matches) {
+    at = std::max(at + 1, static_cast<std::size_t>(match[0].end() - message.data()));
+    for (std::size_t f = 0; f < forms.size(); ++f) {
+      const int outer = scanner.first_group[f];
+      if (match[static_cast<std::size_t>(outer)].data() == nullptr) continue;
+      if (only_asked_for && !forms[f].asked_for) break;
+      const int inner = (f + 1 < forms.size() ? scanner.first_group[f + 1] : scanner.groups) - outer - 1;
+      Groups groups;
+      for (int i = 1; i <= inner; ++i) groups.push_back(match[static_cast<std::size_t>(outer + i)].as_string());
+      for (const auto& d : forms[f].read(groups)) {
+        if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+      }
+      break;
+    }
+  }
+  // "cuda" next to "cuda:0" says nothing more.
+  if (std::any_of(devices.begin(), devices.end(), [](const std::string& d) { return d.rfind("cuda:", 0) == 0; })) {
+    devices.erase(std::remove(devices.begin(), devices.end(), "cuda"), devices.end());
+  }
+  return devices;
+}
+
+/// The argument the message names, in any version's form: "argument #2 'mat2'", "for argument mat1 in method",
+/// "but got weight is on", "for argument 'index'", "position #1 'tensors'".
+std::optional<std::string> argument_in(const std::string& message) {
+  static const RE2& pattern = compile(
+      R"(#\d+ '(\w+)'|for argument (\w+) in method|for argument '(\w+)'|but got (\w+) is on|Tensor for '(\w+)')");
+  StringPiece g[5];
+  if (!RE2::PartialMatch(message, pattern, &g[0], &g[1], &g[2], &g[3], &g[4])) return std::nullopt;
+  for (const auto& name : g) {
+    if (!name.empty()) return name.as_string();
+  }
+  return std::nullopt;
+}
+
+std::string op_in(const std::string& message) {
+  static const RE2& pattern =
+      compile(R"(in method (?:wrapper_)?(?:[A-Z][A-Za-z]*_)?_*(\w+?)(?:_out)?\)|in call to (\w+)|)"
+              R"(while checking arguments for (\w+))");
+  StringPiece g[3];
+  if (!RE2::PartialMatch(message, pattern, &g[0], &g[1], &g[2])) return "";
+  for (const auto& name : g) {
+    if (!name.empty()) return name.as_string();
+  }
+  return "";
+}
+
+// ---- Checkpoint keys -----------------------------------------------------------------------------------------------
+
+namespace {
+
+bool has_module_component(const std::string& key) { return key.rfind("module.", 0) == 0 || contains(key, ".module."); }
+
+std::string without_module_component(std::string key) {
+  if (key.rfind("module.", 0) == 0) return key.substr(7);
+  const auto at = key.find(".module.");
+  return at == std::string::npos ? key : key.erase(at + 1, 7);
+}
+
+// The quoted keys in `section`: "conv1.weight", 'fc.bias' (0.3 printed a set).
+std::unordered_set<std::string> keys_in(StringPiece section) {
+  constexpr std::size_t kMaxKeys = 100000;
+  static const RE2& key = compile(R"(["']([\w.-]+)["'])");
+  std::unordered_set<std::string> keys;
+  std::string k;
+  while (keys.size() < kMaxKeys && RE2::FindAndConsume(&section, key, &k)) keys.insert(k);
+  return keys;
+}
+
+}  // namespace
+
+// The checkpoint's keys and the model's differ by DataParallel's "module." (DDP's too): a missing key is an unexpected
+// one with the prefix added or removed, or one list alone carries it. Two lists that both carry it (or neither) are
+// another architecture, not this.
+bool keys_differ_by_module_prefix(const std::string& text) {
+  static const RE2& missing_marker = compile(R"((?i)missing key(?:\(s\)|s)? in state_dict)");
+  static const RE2& unexpected_marker = compile(R"((?i)unexpected key(?:\(s\)|s)? in state_dict)");
+  static const RE2& unexpected_0_3 = compile(R"((?i)unexpected key ("[^"]*") in state_dict)");
+  const auto find = [&text](const RE2& re) -> std::optional<std::pair<std::size_t, std::size_t>> {
+    StringPiece m;
+    if (!re.Match(text, 0, text.size(), RE2::UNANCHORED, &m, 1)) return std::nullopt;
+    const auto start = static_cast<std::size_t>(m.data() - text.data());
+    return std::make_pair(start, start + m.size());
+  };
+  const auto missing_at = find(missing_marker), unexpected_at = find(unexpected_marker);
+  const auto section = [&text](const std::optional<std::pair<std::size_t, std::size_t>>& at,
+                               const std::optional<std::pair<std::size_t, std::size_t>>& other) {
+    if (!at) return std::unordered_set<std::string>{};
+    const std::size_t end = other && other->first > at->second ? other->first : text.size();
+    return keys_in(StringPiece(text.data() + at->second, end - at->second));
+  };
+  auto missing = section(missing_at, unexpected_at);
+  auto unexpected = section(unexpected_at, missing_at);
+  std::string old_key;
+  if (RE2::PartialMatch(text, unexpected_0_3, &old_key)) unexpected.merge(keys_in(old_key));
+  const auto all_have = [](const std::unordered_set<std::string>& keys) {
+    return !keys.empty() && std::all_of(keys.begin(), keys.end(), has_module_component);
+  };
+  const auto none_has = [](const std::unordered_set<std::string>& keys) {
+    return std::none_of(keys.begin(), keys.end(), has_module_component);
+  };
+  if (missing.empty() || unexpected.empty()) return all_have(missing.empty() ? unexpected : missing);
+  for (const auto& key : unexpected) {
+    if (missing.count(without_module_component(key))) return true;
+  }
+  for (const auto& key : missing) {
+    if (unexpected.count(without_module_component(key))) return true;
+  }
+  return (all_have(unexpected) && none_has(missing)) || (all_have(missing) && none_has(unexpected));
+}
+
+}  // namespace torchprobe::diagnostics::detail

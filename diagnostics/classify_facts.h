@@ -1,0 +1,24 @@
+#pragma once
+// What a message names: its devices, the argument and the op it reports, and whether checkpoint keys differ by
+// DataParallel's "module." prefix (private to torchprobe::explain).
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torchprobe::diagnostics::detail {
+
+/// The devices `message` names, in order, each once; only_asked_for: the ordinals and device strings asked for.
+std::vector<std::string> devices_in(const std::string& message, bool only_asked_for = false);
+/// The argument the message names (mat1, weight, ...).
+std::optional<std::string> argument_in(const std::string& message);
+/// The op the message names (addmm, nll_loss_forward), or "".
+std::string op_in(const std::string& message);
+
+/// A load_state_dict report whose keys differ only by DataParallel's "module." prefix (a rule's further test).
+bool keys_differ_by_module_prefix(const std::string& text);
+
+// All device forms as one pattern, compiled on first use: for invalid_patterns().
+struct DeviceScanner;
+const DeviceScanner& device_scanner();
+
+}  // namespace torchprobe::diagnostics::detail

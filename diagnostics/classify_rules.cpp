@@ -1,0 +1,177 @@
+#include "diagnostics/classify_rules.h"
+
+#include <algorithm>
+
+#include "diagnostics/classify_facts.h"
+
+namespace torchprobe::diagnostics::detail {
+
+// ---- The rules --------------------------------------------------------------------------------------------
+
+namespace {
+
+// Takes the place of a pattern RE2 rejected in a set, so that the set's indices stay the table's (the tests check
+// that none is rejected).
+constexpr const char* kMatchesNothing = R"([^\x00-\xff])";
+
+}  // namespace
+
+// Checked in order: memory first (OOM texts name GPUs), messages that say memory ran out before status codes that
+// only usually mean it; then Python objects that are not tensors, checkpoint keys, missing CUDA, bad ordinals, meta,
+// mismatches. Each wording is one PyTorch version's (0.3 to 2.x) or one library's; none is one user's.
+RuleTable::RuleTable() {
+  const auto add = [this](ErrorKind k, const std::string& p, const char* confidence = "", const char* allocator = "",
+                          const char* unless = nullptr) -> Rule& {
+    // Status codes and allocator words are matched in any case: people retype and lower-case them.
+    const std::string pattern = confidence[0] ? "(?i)" + p : p;
+    rules.push_back(
+        Rule{k, &compile(pattern), confidence, allocator, unless ? &compile(std::string("(?i)") + unless) : nullptr});
+    if (set.Add(pattern, nullptr) < 0) set.Add(kMatchesNothing, nullptr);
+    return rules.back();
+  };
+  const auto gpu = ErrorKind::kOutOfMemoryGpu;
+  const auto cpu = ErrorKind::kOutOfMemoryCpu;
+  const auto mismatch = ErrorKind::kDeviceMismatch;
+  add(gpu, R"(MPS backend out of memory)", "certain", "MPS allocator");
+  add(gpu, R"(XPU out of memory)", "certain", "XPU allocator");
+  add(gpu, R"(HIP out of memory|hipErrorOutOfMemory)", "certain", "LibTorch HIP caching allocator");
+  add(gpu, R"(CUDA out of (the )?memory|(cuda|torch)\.OutOfMemoryError|OutOfMemoryError: CUDA)", "certain",
+      "LibTorch CUDA caching allocator");
+  // The 1.x numbers pasted without the first words; not XPU's 4 GB block limit, which prints the same tail.
+  add(gpu, R"(Tried to allocate [0-9.]+ ?[KMGT]i?B \(GPU \d+;)", "certain", "LibTorch CUDA caching allocator",
+      R"(can NOT allocate memory block with size larger than)");
+  add(gpu, R"(CUBLAS_STATUS_ALLOC_FAILED)", "certain", "cuBLAS (handle or workspace)");
+  add(gpu, R"(CUDNN_STATUS_ALLOC_FAILED)", "certain", "cuDNN (handle or workspace)");
+  add(gpu, R"(Cuda failure( \d+)? '?out of memory|NCCL.*out of memory)", "certain", "NCCL (its CUDA buffers)");
+  add(gpu,
+      R"(CUDA error: ?out of memory|cuda runtime error \(2\) ?: ?out of memory|error=2 : out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation)",
+      "certain", "CUDA runtime (context or driver allocation)");
+  add(cpu, R"(DefaultCPUAllocator: (can't allocate memory|not enough memory))", "certain", "LibTorch CPU allocator");
+  add(cpu, R"(OpenBLAS: malloc failed in)", "certain", "OpenBLAS (its work buffers)");
+  add(cpu, R"(MemoryError|Unable to allocate [0-9.]+ [KMGTP]?i?B for an array)", "certain", "Python / NumPy");
+  add(cpu, R"(Cannot allocate memory)", "certain", "the operating system (ENOMEM)");
+  add(gpu, R"(CUBLAS_STATUS_NOT_INITIALIZED)", "likely", "cuBLAS (handle creation)");
+  add(gpu,
+      R"(CUDNN_STATUS_(NOT_INITIALIZED|INTERNAL_ERROR|MAPPING_ERROR|EXECUTION_FAILED)|Unable to find a valid cuDNN algorithm)",
+      "likely", "cuDNN (handle or workspace)");
+  add(gpu, R"(No executable batch size found)", "likely", "the GPU (every batch size tried ran out of memory)");
+  add(cpu, R"(posix_memalign\(.*12 vs 0)", "likely", "LibTorch CPU allocator");
+  add(cpu, R"(std::bad_alloc)", "likely", "C++ operator new");
+  // Python: a device method called on something that is not a tensor (the batch a DataLoader returned is a list).
+  add(ErrorKind::kNotATensor, R"('[\w.]+' object has no attribute '(?:cuda|cpu|to)')");
+  // load_state_dict's report (0.4 to 2.x), or 0.3's KeyError: only when the keys differ by "module.".
+  add(ErrorKind::kStateDictPrefix,
+      R"((?i)(?:missing|unexpected) key(?:\(s\)|s)? in state_dict|unexpected key "[^"]*" in state_dict)")
+      .holds = keys_differ_by_module_prefix;
+  add(ErrorKind::kCudaUnavailable,
+      R"(Torch not compiled with CUDA enabled|not linked with support for cuda devices|(?i:cannot initialize CUDA without ATen_cuda library)|)"
+      R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|No CUDA GPUs are available|no CUDA-capable device is detected|)"
+      R"(CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|deserialize object on a CUDA device|)"
+      R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|CUDA is not available|torch\.cuda\.\w*Tensor is not enabled|)"
+      R"(CUDA-capable device\(s\) is/are busy or unavailable|CUDA unknown error - this may be due to an incorrectly set up)");
+  add(ErrorKind::kInvalidDevice,
+      R"(invalid device ordinal|Invalid device string|device type at start of device string|torch\.cuda\.device_count\(\) is \d+|)"
+      R"(Device index must not be negative|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
+      R"(device >= 0 && device < num_gpus|CUDA device ordinal)");
+  add(ErrorKind::kMetaTensor,
+      R"(meta tensor|with Meta tensors|from the 'Meta' backend|on device meta|\bmeta\b and|and meta\b|device='meta'|on meta\b)");
+  // One-sided wordings: any of them is a mismatch (names from ATen's checks, THC's, cuDNN's, the RNNs', MPS's, DDP's).
+  add(mismatch,
+      R"(Expected all tensors to be on the same (?:common )?device|must be on the current device|but expected (it )?to be on|)"
+      R"(should be either on cpu or on the same device|Expected a '\w+' device type for generator|are on different devices|)"
+      R"(different from other tensors on|must be on the same device|to be on (?:the )?same device|to have the same device|)"
+      R"(should have (?:the )?same device|not at the same device|on (?:a )?different devices?\b|located on different GPUs|)"
+      R"(\(checkGPU\)|module must have its parameters and buffers on device|Placeholder storage has not been allocated on MPS|)"
+      R"(DistributedDataParallel device_ids and output_device arguments only work with|device type tensor to numpy|)"
+      R"(convert CUDA tensor to numpy|legacy constructor expects device type|is not on the expected device|)"
+      R"(Tensors must be CUDA and dense|No backend type associated with device type)");
+  // Two-sided wordings: a mismatch only when the sides name different devices (else it is the dtype that differs).
+  for (const char* p :
+       {R"(Expected object of ((?:backend|device type) \w+) but got ((?:backend|device type) \w+))",
+        R"(Expected object of type (\S+) but found type (\S+))",
+        R"((?i:expected) ((?:device|backend) \S+?)(?: and dtype \w+)? but got ((?:device|backend) \S+))",
+        R"(Input type (\(.*?\)) and weight type (\(.*?\)) should be the same)",
+        R"(invalid gradient at index \d+ - expected (?:type|device) (.+?) but got (.+))",
+        R"(Expected tensor to have (\w+ (?:Backend|DeviceType)), but got tensor with (\w+ (?:Backend|DeviceType)))",
+        R"('lengths' argument should be a (1D CPU int64 tensor), but got (\d+D \S+ \w+ tensor))"}) {
+    add(mismatch, p).two_sides = true;
+  }
+  set.Compile();
+}
+
+const RuleTable& rule_table() {
+  static const RuleTable table;
+  return table;
+}
+
+ContextPatterns::ContextPatterns() {
+  // A status code that usually means memory ran out says so only when nothing else in the text names another
+  // cause: a failed device-side assertion or a bad memory access poisons every later CUDA call, and cuDNN reports
+  // version and layout problems with the same codes.
+  add(R"(device-side assert|Assertion `.*` failed|illegal memory access|unspecified launch failure|misaligned address|)"
+      R"(cuDNN version|non-contiguous input|CUBLAS_STATUS_EXECUTION_FAILED|CUDA driver version is insufficient)");
+  // A line that reports an error: an exception's type, LibTorch's what(), a library's failure report, a log level.
+  add(R"(error|Error|ERROR|exception|Exception|FAIL|fail|what\(\)|terminate called|WARN)");
+  const auto& rules = rule_table().rules;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    if (!rules[i].unless) continue;
+    unless_rule.push_back(i);
+    add(rules[i].unless->pattern());
+  }
+  set.Compile();
+}
+
+void ContextPatterns::add(const std::string& pattern) {
+  each.push_back(&compile(pattern));
+  if (set.Add(pattern, nullptr) < 0) set.Add(kMatchesNothing, nullptr);
+}
+
+const ContextPatterns& context_patterns() {
+  static const ContextPatterns patterns;
+  return patterns;
+}
+
+// RE2::Set::Match, or each pattern alone should the set's DFA run out of memory (never silently nothing).
+std::vector<int> set_matches(const RE2::Set& set, const std::vector<const RE2*>& each, const StringPiece& text) {
+  std::vector<int> hits;
+  RE2::Set::ErrorInfo error;
+  if (!set.Match(text, &hits, &error) && error.kind != RE2::Set::kNoError) {
+    hits.clear();
+    for (std::size_t i = 0; i < each.size(); ++i) {
+      if (RE2::PartialMatch(text, *each[i])) hits.push_back(static_cast<int>(i));
+    }
+  }
+  std::sort(hits.begin(), hits.end());
+  return hits;
+}
+
+namespace {
+
+bool sides_differ(const Rule& rule, const std::string& text) {
+  std::string expected, found;
+  if (!RE2::PartialMatch(text, *rule.pattern, &expected, &found)) return false;
+  const auto a = devices_in(expected), b = devices_in(found);
+  return !a.empty() && !b.empty() && a != b;
+}
+
+}  // namespace
+
+// The rules whose pattern matches `text` and whose side conditions hold there, in table order.
+std::vector<std::size_t> matching_rules(const std::string& text) {
+  const RuleTable& table = rule_table();
+  static const std::vector<const RE2*> each = [&table] {
+    std::vector<const RE2*> v;
+    for (const auto& r : table.rules) v.push_back(r.pattern);
+    return v;
+  }();
+  std::vector<std::size_t> out;
+  for (const int i : set_matches(table.set, each, text)) {
+    const Rule& rule = table.rules[static_cast<std::size_t>(i)];
+    if (rule.two_sides && !sides_differ(rule, text)) continue;
+    if (rule.holds && !rule.holds(text)) continue;
+    out.push_back(static_cast<std::size_t>(i));
+  }
+  return out;
+}
+
+}  // namespace torchprobe::diagnostics::detail

@@ -1,0 +1,177 @@
+#include "diagnostics/classify_text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <utility>
+
+#include "diagnostics/classify_rules.h"
+
+namespace torchprobe::diagnostics::detail {
+
+// ---- Reading the text: lines, prefixes, tracebacks, wrapped lines ---------------------------------------------
+
+struct LinePatterns {
+  // What a log puts before each of its records: timestamps, logging's and glog's headers, NCCL's "host:pid:tid [dev] ",
+  // vLLM's, ComfyUI's.
+  const RE2& log_header = compile(
+      R"(^(?:\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? ?(?:- )?|)"
+      R"((?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) \d\d-\d\d [\d:.]+ [\w.-]+:\d+\] ?|)"
+      R"([IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ?|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:|)"
+      R"([\d:.-]+\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+|[\w.-]+:\d+:\d+ \[\d+\] |!!! Exception during processing ?!!! ?))");
+  // What is put before every line, wrapped ones too: a Markdown quote, torchrun's "[rank5]: ".
+  const RE2& quote = compile(R"(^(?:\s*>+ ?|\[rank\d+\]: ?))");
+  // A Python frame: the line after it is source code, never the error.
+  const RE2& frame = compile(R"(^\s*(?:File "[^"]*", line \d+|Cell In\[\d+\], line \d+))");
+  // Lines that are not the error itself: traceback headers, C++ frames, carets, `raise` statements, rich's boxes,
+  // IPython's numbered source lines.
+  const RE2& noise = compile(
+      R"(^(?:\s*(?:Traceback \(|Traceback of |frame #\d+|Exception raised from |\[Previous line repeated|)"
+      R"(During handling of the above exception|The above exception was the direct cause|[\^~]+(?:\s*<-+ HERE)?\s*$|)"
+      R"(raise\s|<ipython-input-|│|╭|╰|┃|❱)|(?:\s*-+>|\s{2,})\s*\d+(?:\s|$)))");
+  // An exception's line: its type (any module path, any case, a full-width colon), LibTorch's what(), terminate.
+  const RE2& exception = compile(R"(^\s*(?:terminate called after throwing an instance of '[^']*'\s*|what\(\):\s*|)"
+                                 R"((?:[A-Za-z_]\w*\.)*\w*(?i:error|exception)(?:\[[^\]]*\])?\s*(?::|：|$)\s*))");
+  // The same after a source line on one line: "x.cuda(i) RuntimeError: CUDA error (10): ...".
+  const RE2& exception_inside =
+      compile(R"(\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
+  const RE2& warning = compile(R"(^\s*(?:[A-Za-z_]\w*\.)*\w*Warning\s*(?::|：)\s*)");
+  // load_state_dict lists missing and unexpected keys on lines of their own.
+  const RE2& key_report = compile(R"(^\s*(?:(?:Missing|Unexpected) key\(s\) in state_dict|size mismatch for ))");
+  // "wandb: ...", "INFO: ...": a logger's next record, not a wrapped line.
+  const RE2& next_record = compile(R"(^\s*[A-Za-z_][\w.]*: )");
+};
+
+const LinePatterns& line_patterns() {
+  static const LinePatterns patterns;
+  return patterns;
+}
+
+namespace {
+
+bool blank(const StringPiece& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v'; });
+}
+
+StringPiece trimmed(StringPiece s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s[0]))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s[s.size() - 1]))) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+Scanner::Scanner(Sink sink) : sink_(std::move(sink)), unless_seen_(rule_table().rules.size(), false) {}
+
+// Records what the whole text says (another cause, `unless` words); returns whether the line mentions an error.
+bool Scanner::note_context(const StringPiece& raw) {
+  const ContextPatterns& c = context_patterns();
+  const std::vector<int> hits = set_matches(c.set, c.each, raw);
+  bool error_word = false;
+  for (const int i : hits) {
+    if (i == ContextPatterns::kAnotherCause)
+      another_cause_ = true;
+    else if (i == ContextPatterns::kErrorWord)
+      error_word = true;
+    else
+      unless_seen_[c.unless_rule[static_cast<std::size_t>(i - ContextPatterns::kFirstUnless)]] = true;
+  }
+  return error_word;
+}
+
+bool Scanner::continues(const StringPiece& line) const {
+  const LinePatterns& p = line_patterns();
+  if (RE2::PartialMatch(line, p.key_report)) return entry_.has_state_dict && entry_.lines < kMaxKeyReportLines;
+  if (entry_.lines >= kMaxWrappedLines || RE2::PartialMatch(line, p.next_record)) return false;
+  const StringPiece start = trimmed(line);
+  const bool lower_start = !start.empty() && (std::islower(static_cast<unsigned char>(start[0])) || start[0] == '(');
+  return entry_.text.empty() || entry_.open_end ||
+         (lower_start && entry_.last_width >= kWrapWidth && !entry_.ends_sentence);
+}
+
+void Scanner::keep(const StringPiece& line) {
+  if (kept_.size() >= kKeptBytes) return;
+  kept_.append(line.data(), std::min({line.size(), kKeptLineBytes, kKeptBytes - kept_.size()}));
+  kept_ += '\n';
+}
+
+void Scanner::feed(StringPiece raw) {
+  ++line_;
+  if (!raw.empty() && raw[raw.size() - 1] == '\r') raw.remove_suffix(1);
+  const bool error_word = note_context(raw);
+  const LinePatterns& p = line_patterns();
+  StringPiece line = raw;
+  bool new_record = false;  // a log header starts a record of its own: never a wrapped line
+  for (int i = 0; i < 4; ++i) {
+    if (RE2::Consume(&line, p.log_header)) {
+      new_record = true;
+    } else if (!RE2::Consume(&line, p.quote)) {
+      break;
+    }
+  }
+  if (blank(line)) {
+    // A state_dict report lists its missing and unexpected keys in paragraphs.
+    if (!(open_ && entry_.has_state_dict)) close();
+    return;
+  }
+  const bool after_frame = after_frame_;
+  after_frame_ = RE2::PartialMatch(line, p.frame);
+  if (after_frame_ || RE2::PartialMatch(line, p.noise)) {
+    close();
+    return;
+  }
+  StringPiece message = line;
+  Tier tier = RE2::Consume(&message, p.exception) ? kException : error_word ? kErrorLine : kOther;
+  if (tier != kException && after_frame) {  // the source line a frame shows: `return F.linear(input, ...)`
+    close();
+    return;
+  }
+  if (tier != kException) {
+    StringPiece type;
+    if (RE2::PartialMatch(line, p.exception_inside, &type)) {
+      message = StringPiece(type.data(), static_cast<std::size_t>(line.end() - type.data()));
+      RE2::Consume(&message, p.exception);
+      tier = kException;
+    } else if (RE2::Consume(&message, p.warning)) {
+      tier = kErrorLine;
+    }
+  }
+  message = trimmed(message);
+  keep(message);
+  const bool open_end = raw.size() > 0 && (raw[raw.size() - 1] == ' ' || raw[raw.size() - 1] == '\t');
+  const bool ends_sentence = !message.empty() && std::strchr(".!?)]", message[message.size() - 1]) != nullptr;
+  if (open_ && tier != kException && !new_record && continues(line)) {
+    if (!entry_.text.empty()) entry_.text += ' ';
+    entry_.text.append(message.data(), message.size());
+    // The space put between lines cannot be part of "state_dict": searching the new line alone is enough.
+    entry_.has_state_dict = entry_.has_state_dict || message.find("state_dict") != StringPiece::npos;
+    ++entry_.lines;
+    entry_.open_end = open_end;
+    entry_.last_width = raw.size();
+    entry_.ends_sentence = ends_sentence;
+    return;
+  }
+  close();
+  open_ = true;
+  entry_ = Entry{line_,      tier,          std::string(message.data(), message.size()),    1, open_end,
+                 raw.size(), ends_sentence, message.find("state_dict") != StringPiece::npos};
+}
+
+void Scanner::close() {
+  if (open_ && !entry_.text.empty()) sink_(entry_, *this);
+  open_ = false;
+}
+
+// Splits `text` into lines for the scanner, without copying it.
+void scan_text(const std::string& text, Scanner& scanner) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = text.find('\n', start);
+    const auto stop = end == std::string::npos ? text.size() : end;
+    scanner.feed(StringPiece(text.data() + start, stop - start));
+    start = stop + 1;
+  }
+  scanner.finish();
+}
+
+}  // namespace torchprobe::diagnostics::detail

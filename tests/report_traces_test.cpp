@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "torchprobe/input_error.h"
+#include "torchprobe/report/traces.h"
+
+namespace report = torchprobe::report;
+
+// report --traces: self time is an event's duration less the events directly inside it on its thread, per
+// profiled step (forward phases), largest first, ties by name; exact on a hand-made trace (microseconds).
+TEST(ReportTraces, SelfTimePerStepFromAChromeTrace) {
+  const std::string text = R"({"traceEvents": [
+    {"name": "forward", "cat": "torchprobe", "ph": "X", "ts": 0, "dur": 100, "tid": 1},
+    {"name": "aten::conv2d", "cat": "aten", "ph": "X", "ts": 10, "dur": 50, "tid": 1},
+    {"name": "aten::mkldnn_convolution", "cat": "aten", "ph": "X", "ts": 15, "dur": 40, "tid": 1},
+    {"name": "aten::relu", "cat": "aten", "ph": "X", "ts": 70, "dur": 10, "tid": 1},
+    {"name": "backward", "cat": "torchprobe", "ph": "X", "ts": 100, "dur": 100, "tid": 1},
+    {"name": "aten::convolution_backward", "cat": "aten", "ph": "X", "ts": 110, "dur": 80, "tid": 1},
+    {"name": "a mark", "ph": "i", "ts": 5, "tid": 1}],
+    "displayTimeUnit": "ms"})";
+  const auto s = report::summarize_trace("train_step/net/cpu/batch:4", "t.json", text, /*top=*/3);
+  EXPECT_EQ(s.steps, 1);
+  EXPECT_DOUBLE_EQ(s.step_ms, 0.2);
+  ASSERT_EQ(s.top.size(), 3u);
+  EXPECT_EQ(s.top[0].name, "aten::convolution_backward");
+  EXPECT_DOUBLE_EQ(s.top[0].self_ms_per_step, 0.08);
+  EXPECT_EQ(s.top[1].name, "aten::mkldnn_convolution");
+  EXPECT_DOUBLE_EQ(s.top[1].self_ms_per_step, 0.04);
+  EXPECT_EQ(s.top[2].name, "aten::conv2d");  // 10 us, tied with relu: by name
+  EXPECT_DOUBLE_EQ(s.top[2].self_ms_per_step, 0.01);
+  EXPECT_DOUBLE_EQ(s.top[2].calls_per_step, 1.0);
+  const std::string md = report::traces_markdown({s});
+  EXPECT_NE(md.find("## Where a step's time goes"), std::string::npos) << md;
+  EXPECT_NE(md.find("trace: [t.json](t.json)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| aten::convolution_backward | 1 | 80.0 us | 40.0% |"), std::string::npos) << md;
+  EXPECT_EQ(report::traces_markdown({}), "");
+  EXPECT_THROW(report::summarize_trace("b", "t.json", "not json", 8), torchprobe::InputError);
+  EXPECT_THROW(report::summarize_trace("b", "t.json", R"({"events": []})", 8), torchprobe::InputError);
+  EXPECT_THROW(report::summarize_trace("b", "t.json",
+                                       R"({"traceEvents": [{"name": "aten::mm", "ph": "X", "ts": 0, "dur": 1}]})", 8),
+               torchprobe::InputError);  // no training phase
+}

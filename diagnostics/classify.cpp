@@ -17,7 +17,6 @@
 #include "diagnostics/classify_rules.h"
 #include "diagnostics/classify_text.h"
 #include "diagnostics/explanations.h"
-#include "torchprobe/error.h"
 #include "torchprobe/escape.h"
 
 // The classifier's parts, each in its own file: the patterns (classify_patterns), the rules (classify_rules), reading
@@ -282,8 +281,7 @@ std::string log_scan_json(const LogScan& scan, int indent) {
   return dump(out, indent);
 }
 
-std::string raw_message(const std::exception& e) {
-  const std::string first_line = short_message(e);
+std::string without_backend_list(const std::string& first_line) {
   const std::string trimmed = trim_dispatcher_tail(first_line);
   return trimmed.size() < first_line.size() ? trimmed + " [the list of backends that have the op omitted]" : first_line;
 }

@@ -74,9 +74,9 @@ std::string log_scan_text(const LogScan& scan);
 /// "unlisted_error_lines", "errors": per distinct error the fields of diagnosis_json plus "line" and "count"}.
 std::string log_scan_json(const LogScan& scan, int indent = 2);
 
-/// The first line of an exception's message without LibTorch's C++ backtrace (and without the
-/// dispatcher's list of every backend an op has).
-std::string raw_message(const std::exception& e);
+/// A message's first line without the dispatcher's list of every backend an op has (replaced by a short note).
+/// raw_message (diagnostics/exception_message.h, LibTorch) applies it to a caught exception.
+std::string without_backend_list(const std::string& first_line);
 
 std::string diagnosis_text(const Diagnosis& d);
 /// {"kind", "message", "devices", "argument" (string or null), "op", "explanation", "fix", "fix_python"}; for

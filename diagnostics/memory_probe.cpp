@@ -1,4 +1,5 @@
 #include "diagnostics/memory_probe.h"
+#include "diagnostics/exception_message.h"
 #include "diagnostics/probe_json.h"
 
 #include <ATen/Parallel.h>

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "diagnostics/audit.h"
+#include "diagnostics/exception_message.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "diagnostics/classify.h"
+#include "diagnostics/exception_message.h"
 #include "diagnostics/leak.h"
 #include "diagnostics/memory_probe.h"
 #include "diagnostics/memory_search.h"

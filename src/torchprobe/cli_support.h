@@ -11,9 +11,10 @@
 #include <string>
 #include <type_traits>
 
-#include "torchprobe/error.h"
+#include "torchprobe/input_error.h"
 #include "torchprobe/escape.h"
 #include "torchprobe/io.h"
+#include "torchprobe/strings.h"
 
 namespace torchprobe {
 
@@ -59,7 +60,8 @@ CLI::Validator in_range(T min, T max) {
 
 /// Runs `body` and maps failures to exit codes: 2 for bad input (flags, devices, data
 /// files) and for a file that cannot be written, 1 for a failed run. Prints "torchprobe: error: ..."
-/// on one line: a message quoting a file or an argument shows its control characters as escapes.
+/// on one line: a message quoting a file or an argument shows its control characters as escapes. No LibTorch
+/// here (layer 0): a LibTorch error's first line is its message, before the C++ backtrace.
 template <typename Body>
 int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   try {
@@ -87,7 +89,7 @@ int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
     std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(short_message(e)).c_str());
+    std::fprintf(stderr, "torchprobe: error: %s\n", terminal_line(first_line(e.what())).c_str());
     return 1;
   }
 }

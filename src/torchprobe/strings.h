@@ -14,6 +14,9 @@ inline std::string trim(std::string s) {
   return s;
 }
 
+/// The first line of `text` (all of it when it has no newline).
+inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 /// `s` in lower case (ASCII letters; other bytes as they are).
 inline std::string to_lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

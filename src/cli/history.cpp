@@ -88,7 +88,8 @@ Command add_command(CLI::App& history) {
                             static_cast<long long>(o.run_id), commit.c_str());
               }
             }
-            std::printf("%s: %lld runs\n", store.path().c_str(), static_cast<long long>(store.run_count()));
+            const long long runs = static_cast<long long>(store.run_count());
+            std::printf("%s: %lld run%s\n", store.path().c_str(), runs, runs == 1 ? "" : "s");
             return 0;
           }};
 }

@@ -156,10 +156,11 @@ torchprobe_setup() {
   local flavour="${1:-debian}"
   case "$flavour" in
     light)
-      # CMAKE_DISABLE_FIND_PACKAGE_Torch: even where a LibTorch is installed, none is found.
+      # LibTorch is never looked for, even where one is installed; cli.layer0_includes_no_libtorch checks that no
+      # LibTorch header on the system include path slipped in either.
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_LIGHT_BUILD_DIR:-$TORCHPROBE_ROOT/build-light}"
       torchprobe_install_packages "${TORCHPROBE_LIGHT_DEBS[@]}"
-      torchprobe_build -DTORCHPROBE_WITH_LIBTORCH=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON
+      torchprobe_build -DTORCHPROBE_WITH_LIBTORCH=OFF
       ;;
     debian)
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_BUILD_DIR:-$TORCHPROBE_ROOT/build}"

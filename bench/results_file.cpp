@@ -4,6 +4,7 @@
 
 #include "torchprobe/input_error.h"
 #include "torchprobe/io.h"
+#include "torchprobe/report/schema.h"
 
 namespace torchprobe::bench {
 namespace {
@@ -118,7 +119,8 @@ std::string ResultsFile::document() const {
   std::string head = head_.str();
   static const std::string kContext = "\"context\": {\n";
   if (const size_t at = head.find(kContext); at != std::string::npos && !status_.empty()) {
-    head.insert(at + kContext.size(), fmt::format("    \"torchprobe_run\": \"{}\",\n", json_escape(status_)));
+    head.insert(at + kContext.size(),
+                fmt::format("    \"{}\": \"{}\",\n", report::schema::kRunStatusKey, json_escape(status_)));
   }
   return head + entries_ + tail_;
 }

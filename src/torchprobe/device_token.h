@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string_view>
+#include <vector>
 
 namespace torchprobe {
 
@@ -21,19 +22,22 @@ inline bool is_device_token(std::string_view token) {
   return is_indexed_device(token, "cuda") || is_indexed_device(token, "xpu");
 }
 
+/// The items of a comma-separated device list ("cuda:0,cuda:1" -> "cuda:0", "cuda:1"; "cpu" -> "cpu").
+inline std::vector<std::string_view> device_list_items(std::string_view token) {
+  std::vector<std::string_view> items;
+  for (size_t start = 0;;) {
+    const size_t comma = token.find(',', start);
+    items.push_back(token.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) return items;
+    start = comma + 1;
+  }
+}
+
 /// A benchmark name's device: one device, or the comma-separated devices of one data_parallel process
 /// ("cuda:0,cuda:1", as `torchprobe dist dataparallel` names its results).
 inline bool is_device_list_token(std::string_view token) {
-  if (token.empty()) return false;
-  for (size_t start = 0;;) {
-    const size_t comma = token.find(',', start);
-    if (!is_device_token(
-            token.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start))) {
-      return false;
-    }
-    if (comma == std::string_view::npos) return true;
-    start = comma + 1;
-  }
+  const auto items = device_list_items(token);
+  return std::all_of(items.begin(), items.end(), is_device_token);
 }
 
 }  // namespace torchprobe

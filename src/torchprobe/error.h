@@ -6,15 +6,15 @@
 #include <string>
 
 #include "torchprobe/input_error.h"
+#include "torchprobe/strings.h"
 
 namespace torchprobe {
 
 /// First line of an exception's message, without LibTorch's C++ backtrace.
 inline std::string short_message(const std::exception& e) {
-  std::string text = e.what();
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) text = c10_error->what_without_backtrace();
-  const auto newline = text.find('\n');
-  return newline == std::string::npos ? text : text.substr(0, newline);
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e))
+    return first_line(c10_error->what_without_backtrace());
+  return first_line(e.what());
 }
 
 }  // namespace torchprobe

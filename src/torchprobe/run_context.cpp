@@ -28,7 +28,7 @@ ContextEntries torchprobe_context(const ThreadSetup& threads, const std::string&
                                      threads.blas.threads, threads.blas_pinned ? ", pinned" : "")},
   };
   if (!allocator.empty()) out.emplace_back("host_allocator", allocator);
-  out.emplace_back("inventory", inventory_json(inventory, /*indent=*/-1));
+  out.emplace_back(report::schema::kInventoryKey, inventory_json(inventory, /*indent=*/-1));
   out.emplace_back("trust_warnings", trust::warnings_json(warnings));
   return out;
 }

@@ -269,11 +269,9 @@ std::string one_device_name(const RunContext& context, const std::string& device
 std::string device_name_in(const RunContext& context, const std::string& device) {
   if (device.find(',') == std::string::npos) return one_device_name(context, device);
   std::vector<std::string> names;
-  for (size_t start = 0; start <= device.size();) {
-    const size_t comma = std::min(device.find(',', start), device.size());
-    names.push_back(one_device_name(context, device.substr(start, comma - start)));
+  for (const auto item : device_list_items(device)) {
+    names.push_back(one_device_name(context, std::string(item)));
     if (names.back().empty()) return "";
-    start = comma + 1;
   }
   if (std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n == names.front(); })) {
     return fmt::format("{} x {}", names.size(), names.front());

@@ -2,8 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <string_view>
-
 namespace torchprobe::report {
 namespace {
 

@@ -189,6 +189,9 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     }
     if (flags.aten_nvtx) backend::enable_aten_nvtx_ranges();
     if (!flags.peak_store.empty()) ops::set_peak_store(flags.peak_store);
+    if (!flags.isolated_child) {  // progress: a roof can take tens of seconds (the first cuDNN convolution...)
+      ops::set_peak_log([](const std::string& line) { std::fprintf(stderr, "torchprobe-bench: %s\n", line.c_str()); });
+    }
     bench::Progress::instance().set_silent(flags.isolated_child);
 
     // Real data is read now (a bad file fails before any benchmark); synthetic data is made when a training

@@ -30,6 +30,7 @@
 #include "torchprobe/trace.h"
 #include "torchprobe/trace_files.h"
 #include "torchprobe/train/train_step.h"
+#include "torchprobe/elapsed.h"
 
 namespace torchprobe::bench {
 namespace {
@@ -39,10 +40,6 @@ constexpr int kRotatingBatches = 4;          // distinct host batches cycled thr
 constexpr double kPhaseBudgetSeconds = 1.0;  // instrumented pass: up to 5 steps within this
 constexpr int kMaxPhaseSteps = 5;
 constexpr std::int64_t kEpochImages = 50000;  // CIFAR-10's training set
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // --trace: kTraceSteps steps under LibTorch's profiler, once per benchmark and process (not per repetition),
 // after the timed region. The trace is a file beside the results, not part of them.

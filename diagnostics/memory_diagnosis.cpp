@@ -9,6 +9,7 @@
 namespace torchprobe::diagnostics {
 
 bool MemoryDiagnosis::ok() const {
+  if (!interrupted.empty()) return false;
   for (const auto& p : probes) {
     if (!p.ok()) return false;
   }
@@ -67,6 +68,7 @@ std::string memory_diagnosis_json(const MemoryDiagnosis& diagnosis) {
   nlohmann::ordered_json out = {{"probes", nlohmann::json::array()}, {"leaks", nlohmann::json::array()}};
   for (const auto& p : diagnosis.probes) out["probes"].push_back(nlohmann::ordered_json::parse(probe_to_json(p)));
   for (const auto& l : diagnosis.leaks) out["leaks"].push_back(nlohmann::ordered_json::parse(leak_json(l)));
+  if (!diagnosis.interrupted.empty()) out["interrupted"] = diagnosis.interrupted;
   out["ok"] = diagnosis.ok();
   return out.dump(2);
 }

@@ -39,14 +39,16 @@ struct LeakCheck {
 struct MemoryDiagnosis {
   std::vector<ProbeReport> probes;
   std::vector<LeakCheck> leaks;
-  /// Every probe reproduced, classified and recovered, and every leak check came out as expected.
+  /// Why the diagnosis stopped before the end ("SIGINT"): it holds what had finished. Empty: complete.
+  std::string interrupted;
+  /// Every probe reproduced, classified and recovered, every leak check came out as expected, and it ran to the end.
   bool ok() const;
 };
 
 /// Throws InputError for an unknown model before any work.
 MemoryDiagnosis run_memory_diagnosis(const MemoryDiagnosisOptions& options);
 
-/// {"probes": [probe_to_json...], "leaks": [...], "ok"}
+/// {"probes": [probe_to_json...], "leaks": [...], "interrupted" (when it is), "ok"}
 std::string memory_diagnosis_json(const MemoryDiagnosis& diagnosis);
 std::string leak_json(const LeakCheck& check);
 

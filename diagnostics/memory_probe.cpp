@@ -15,21 +15,48 @@
 #include "torchprobe/device_spec.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
+#include "torchprobe/elapsed.h"
 
 namespace torchprobe::diagnostics {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
+/// Random values for one block, tiled to the batch (a parallel copy): LibTorch draws CPU random numbers
+/// on one core.
 data::HostBatch random_batch(std::int64_t batch) {
+  constexpr std::int64_t kBlock = 4096;
   data::HostBatch out;
-  out.images = torch::randn({batch, 3, 32, 32});
+  out.images = torch::randn({std::min(batch, kBlock), 3, 32, 32});
+  if (batch > kBlock) out.images = out.images.repeat({(batch + kBlock - 1) / kBlock, 1, 1, 1}).narrow(0, 0, batch);
   out.labels = torch::randint(10, {batch}, torch::TensorOptions().dtype(torch::kLong));
   return out;
 }
+
+/// The trials' host batches. On a GPU the host copy is not what a trial measures, so they are cut from
+/// one buffer that grows as needed: a fresh multi-GB batch per trial cost its first-touch page faults
+/// and one-core random draws, ~40 s of a 2M-image trial on an H200 host (2026-11-27). On the CPU the
+/// batch is part of the memory measured: a fresh one every trial.
+class TrialBatches {
+ public:
+  explicit TrialBatches(bool reuse) : reuse_(reuse) {}
+  data::HostBatch get(std::int64_t batch) {
+    if (!reuse_) return random_batch(batch);
+    if (!images_.defined() || images_.size(0) < batch) {
+      images_ = labels_ = torch::Tensor();  // the old buffer goes before the larger one comes
+      data::HostBatch fresh = random_batch(batch);
+      images_ = fresh.images;
+      labels_ = fresh.labels;
+    }
+    data::HostBatch out;
+    out.images = images_.narrow(0, 0, batch);
+    out.labels = labels_.narrow(0, 0, batch);
+    return out;
+  }
+
+ private:
+  bool reuse_;
+  torch::Tensor images_, labels_;
+};
 
 // The fit uses the trials that ran; small batches are dominated by fixed workspaces, so those
 // below 8 are left out when at least two larger ones exist.
@@ -122,6 +149,7 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
     step.run(warm).item<float>();
     backend::synchronize(device);
   }
+  TrialBatches batches(device.is_cuda());
   if (device.is_cuda()) {
     const auto stats = backend::allocator_stats(device);
     report.capacity_bytes = stats.device_total;
@@ -154,7 +182,7 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
     backend::reset_allocator_peaks(device);
     const auto t0 = Clock::now();
     try {
-      data::HostBatch host = random_batch(batch);
+      data::HostBatch host = batches.get(batch);
       step.run(host).item<float>();  // reading the loss waits for the step
       backend::synchronize(device);
       t.fits = true;
@@ -217,7 +245,7 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
     }
     if (options.on_recovery_start) options.on_recovery_start(report.recovery_batch);
     try {
-      data::HostBatch host = random_batch(report.recovery_batch);
+      data::HostBatch host = batches.get(report.recovery_batch);
       for (int i = 0; i < options.recovery_steps; ++i) report.recovery_losses.push_back(step.run(host).item<float>());
       break;
     } catch (const std::exception& e) {

@@ -164,15 +164,16 @@ torchprobe_setup() {
       ;;
     debian)
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_BUILD_DIR:-$TORCHPROBE_ROOT/build}"
-      local nvtx=(-DTORCHPROBE_ENABLE_NVTX="${TORCHPROBE_DEBIAN_NVTX:-ON}")
+      local nvtx=(-DTORCHPROBE_ENABLE_NVTX="${TORCHPROBE_DEBIAN_NVTX:-ON}") layer0
+      layer0=(-DTORCHPROBE_LAYER0_UNIT_TESTS="${TORCHPROBE_LAYER0_UNIT_TESTS:-ON}")
       if [[ -n "${CMAKE_PREFIX_PATH:-}" ]]; then
         torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" "${TORCHPROBE_BLAS_DEBS[@]}"
         torchprobe_select_openmp_blas
-        torchprobe_build "${nvtx[@]}" -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH"
+        torchprobe_build "${nvtx[@]}" "${layer0[@]}" -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH"
       else
         torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" "${TORCHPROBE_BLAS_DEBS[@]}" libtorch-dev
         torchprobe_select_openmp_blas
-        torchprobe_build "${nvtx[@]}"
+        torchprobe_build "${nvtx[@]}" "${layer0[@]}"
       fi
       ;;
     cuda)
@@ -187,7 +188,8 @@ torchprobe_setup() {
       mkdir -p "$TORCHPROBE_BUILD_DIR"
       local prefix
       prefix="$(torchprobe_pip_libtorch)"
-      torchprobe_build -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda_home"
+      torchprobe_build -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda_home" \
+        -DTORCHPROBE_LAYER0_UNIT_TESTS="${TORCHPROBE_LAYER0_UNIT_TESTS:-ON}"
       ;;
     asan)
       # -O1 -g1: fast enough to run the whole suite, with file:line in every report.

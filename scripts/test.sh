@@ -34,9 +34,17 @@ fi
 # The launcher tests of every flavour use the pinned PyTorch's torchrun from the cuda flavour's venv (Debian's
 # own is broken); TORCHPROBE_TORCHRUN set by the caller wins.
 cuda_torchrun="${TORCHPROBE_CUDA_BUILD_DIR:-$TORCHPROBE_ROOT/build-cuda}/torch-venv/bin/torchrun"
+# With the light flavour in this run, the debian and cuda flavours leave out the layer-0 unit tests: light builds
+# and runs the same sources with the same compiler (asan keeps them, under its sanitizers). About a minute of
+# build and test time each.
+light_in_run=0
+for f in "${flavours[@]}"; do [[ $f == light ]] && light_in_run=1; done
 failed=()
 for f in "${flavours[@]}"; do
   [[ -z "${TORCHPROBE_TORCHRUN:-}" && -x "$cuda_torchrun" ]] && export TORCHPROBE_TORCHRUN="$cuda_torchrun"
+  layer0_tests=ON
+  [[ $light_in_run == 1 && ($f == debian || $f == cuda) ]] && layer0_tests=OFF
+  export TORCHPROBE_LAYER0_UNIT_TESTS="$layer0_tests"
   echo "=== flavour: $f"
   # Each flavour in its own shell, so one's set-up (PATH, build dir) cannot leak into the other.
   # --no-tests=error: a selection (-L gpu, -R ...) that matches nothing is a failure, not a pass.

@@ -248,6 +248,17 @@ torchprobe_cli_rc(cli.diagnose_memory_json 0 "rc=0.*\"probes\".*\"kind\": \"out_
 if(TORCHPROBE_SANITIZE)
   set_tests_properties(cli.diagnose_memory_json PROPERTIES ${torchprobe_env_under_a_cap})
 endif()
+# Nothing lost on a stop: a SIGINT once net's probe has finished (a test fault) prints what finished, marked
+# interrupted, and exits 130; resnet18's probe never starts.
+torchprobe_cli_rc(cli.diagnose_memory_interrupted 130
+  "rc=130.*\"probes\": \\[.*\"model\": \"net\".*\"interrupted\": \"SIGINT\",.*\"ok\": false"
+  ${tp} diagnose memory --devices cpu --models net,resnet18 --cpu-limit 96MiB --leak-steps 10 --threads 1 --json)
+set(fault "TORCHPROBE_TEST_FAULT=diagnose_memory:interrupt_after_probe")
+if(TORCHPROBE_SANITIZE)
+  list(APPEND fault "ASAN_OPTIONS=${TORCHPROBE_ASAN_OPTIONS_UNDER_A_CAP}")
+endif()
+set_tests_properties(cli.diagnose_memory_interrupted PROPERTIES ENVIRONMENT "${fault}"
+  FAIL_REGULAR_EXPRESSION "\"model\": \"resnet18\"")
 torchprobe_cli_error(cli.diagnose_memory_bad_limit "rc=2.*torchprobe: error: --cpu-limit: expected a size like 512MiB or 2GiB, got 'lots'"
   ${tp} diagnose memory --devices cpu --cpu-limit lots)
 torchprobe_cli_error(cli.diagnose_memory_huge_limit "rc=2.*torchprobe: error: --cpu-limit: 99999999999999999999999 bytes is too large"

@@ -1,6 +1,7 @@
 #include "torchprobe/ops/ops.h"
 #include "torchprobe/ops/peaks.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -287,6 +288,8 @@ TEST(OpCorrectness, EveryBenchmarkedOpComputesTheRightThing) {
 }
 
 TEST(OpPeak, MeasuredOncePerDeviceAndCachedAndAnUpperBound) {
+  std::vector<std::string> said;
+  ops::set_peak_log([&](const std::string& line) { said.push_back(line); });
   const auto first = ops::measured_peak(kCpu, ops::DType::kFp32);
   EXPECT_GT(first.gemm_gflop_per_s, 0.0);
   EXPECT_GT(first.conv_gflop_per_s, 0.0);
@@ -305,6 +308,14 @@ TEST(OpPeak, MeasuredOncePerDeviceAndCachedAndAnUpperBound) {
   const auto again = ops::measured_peak(kCpu, ops::DType::kFp32);
   EXPECT_EQ(first.gflop_per_s, again.gflop_per_s);
   EXPECT_EQ(first.gb_per_s, again.gb_per_s);
+  // One progress line, for the measurement, with each part's time (the cached second call says nothing).
+  ops::set_peak_log(nullptr);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0].rfind("roofs of cpu fp32: GEMM ", 0), 0u) << said[0];
+  EXPECT_GT(first.gemm_seconds, 0.0);
+  EXPECT_GT(first.conv_seconds, 0.0);
+  EXPECT_GT(first.triad_seconds, 0.0);
+  EXPECT_NE(said[0].find(fmt::format("in {:.1f} s, convolution", first.gemm_seconds)), std::string::npos) << said[0];
 }
 
 TEST(OpPeak, AStopIsAnsweredDuringTheMeasurement) {

@@ -35,7 +35,7 @@ TEST(ReportGolden, TrustWarningsAndRoofLabels) {
   EXPECT_EQ(markdown, torchprobe::io::read_text_file(kFixtures + "/expected/trust_report.md"));
   EXPECT_EQ(report::to_csv(set), torchprobe::io::read_text_file(kFixtures + "/expected/trust_results.csv"));
   // Any percentage above 100 in the report carries a label.
-  const std::regex over_100(R"((1[0-9]{2}|[2-9][0-9]{2})\.[0-9]%( \((cache-resident|effective)\))?)");
+  const std::regex over_100(R"((1[0-9]{2}|[2-9][0-9]{2})\.[0-9]%( \((cache-resident|effective|at roof)\))?)");
   for (auto it = std::sregex_iterator(markdown.begin(), markdown.end(), over_100); it != std::sregex_iterator(); ++it) {
     EXPECT_TRUE((*it)[2].matched) << "unlabelled: " << it->str();
   }

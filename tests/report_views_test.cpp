@@ -207,7 +207,10 @@ TEST(ReportBoundaries, RoofAndMfuLabelsOnlyAbove100Percent) {
   for (const std::string bound : {"compute", "memory"}) {
     EXPECT_EQ(torchprobe::roof_label(100.0, bound), "") << bound;
     EXPECT_EQ(torchprobe::roof_label(below, bound), "") << bound;
-    EXPECT_EQ(torchprobe::roof_label(above, bound), bound == "memory" ? "cache-resident" : "effective");
+    EXPECT_EQ(torchprobe::roof_label(above, bound), "at roof") << bound;
+    EXPECT_EQ(torchprobe::roof_label(torchprobe::kAtRoofPct, bound), "at roof") << bound;
+    EXPECT_EQ(torchprobe::roof_label(std::nextafter(torchprobe::kAtRoofPct, 200.0), bound),
+              bound == "memory" ? "cache-resident" : "effective");
   }
   EXPECT_EQ(torchprobe::roof_label(std::nan(""), "compute"), "");
   // The MFU of a training step: its label and its warning line.
@@ -216,8 +219,11 @@ TEST(ReportBoundaries, RoofAndMfuLabelsOnlyAbove100Percent) {
   };
   EXPECT_EQ(report::mfu_label(mfu(100.0).results[0]), "");
   EXPECT_EQ(lines_with(report::warnings(mfu(100.0), 5.0), "above the compute roof"), 0u);
-  EXPECT_EQ(report::mfu_label(mfu(above).results[0]), "effective");
-  EXPECT_EQ(lines_with(report::warnings(mfu(above), 5.0), "above the compute roof"), 1u);
+  EXPECT_EQ(report::mfu_label(mfu(above).results[0]), "at roof");
+  EXPECT_EQ(lines_with(report::warnings(mfu(above), 5.0), "the step runs at the roof"), 1u);
+  const double beyond = std::nextafter(torchprobe::kAtRoofPct, 200.0);
+  EXPECT_EQ(report::mfu_label(mfu(beyond).results[0]), "effective");
+  EXPECT_EQ(lines_with(report::warnings(mfu(beyond), 5.0), "above the compute roof: the kernels did fewer"), 1u);
   EXPECT_EQ(report::mfu_label(mfu(below).results[0]), "");
   // An op at exactly its roof: 1000 GFLOP/s against a 1000 GFLOP/s roof, labelled neither way.
   const auto at_roof = torchprobe::roofline(/*flops=*/1e12, /*bytes=*/1e9, /*seconds=*/1.0, 1000.0, 100.0);

@@ -2,8 +2,11 @@
 // torchprobe diagnose memory [--devices ...] [--models ...] [--cpu-limit 512MiB] [--json] ...
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "commands.h"
@@ -14,6 +17,7 @@
 #include "torchprobe/blas.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/input_error.h"
+#include "torchprobe/interrupt.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/units.h"
 
@@ -126,18 +130,46 @@ Command add_memory(CLI::App& diagnose) {
             options.on_start = [](const std::string& model, const std::string& device) {
               std::fprintf(stderr, "torchprobe: diagnose memory: %s on %s\n", model.c_str(), device.c_str());
             };
-            if (!flags->json) {
-              options.on_probe = [](const dx::ProbeReport& r) {
+            // Nothing lost on a stop: what finished is kept here as it finishes, and a SIGINT/SIGTERM prints it as
+            // JSON (marked "interrupted") before the program exits 130/143. Text streams as it goes.
+            struct Finished {
+              std::mutex mutex;
+              dx::MemoryDiagnosis diagnosis;
+            };
+            const auto finished = std::make_shared<Finished>();
+            const bool json = flags->json;
+            options.on_probe = [finished, json](const dx::ProbeReport& r) {
+              {
+                std::lock_guard<std::mutex> lock(finished->mutex);
+                finished->diagnosis.probes.push_back(r);
+              }
+              if (!json) {
                 std::printf("%s\n", dx::probe_text(r).c_str());
                 std::fflush(stdout);
-              };
-              options.on_leak = [](const dx::LeakReport& leak, bool as_expected) {
+              }
+              if (const char* fault = std::getenv("TORCHPROBE_TEST_FAULT");
+                  fault != nullptr && std::string(fault) == "diagnose_memory:interrupt_after_probe") {
+                std::raise(SIGINT);  // tests: a stop once the first probe has finished
+              }
+            };
+            options.on_leak = [finished, json](const dx::LeakReport& leak, bool as_expected) {
+              {
+                std::lock_guard<std::mutex> lock(finished->mutex);
+                finished->diagnosis.leaks.push_back({leak, as_expected ? leak.leak : !leak.leak});
+              }
+              if (!json) {
                 std::printf("leak check, %s%s", dx::leak_text(leak).c_str(), as_expected ? "" : "  ^ NOT AS EXPECTED\n");
                 std::fflush(stdout);
-              };
-            }
+              }
+            };
+            const int cleanup = !json ? -1 : interrupt::add_cleanup([finished] {
+              std::lock_guard<std::mutex> lock(finished->mutex);
+              finished->diagnosis.interrupted = interrupt::signal_name(interrupt::signal_number());
+              std::printf("%s\n", dx::memory_diagnosis_json(finished->diagnosis).c_str());
+            });
             const dx::MemoryDiagnosis diagnosis = dx::run_memory_diagnosis(options);
-            if (flags->json) std::printf("%s\n", dx::memory_diagnosis_json(diagnosis).c_str());
+            if (cleanup >= 0) interrupt::remove_cleanup(cleanup);
+            if (json) std::printf("%s\n", dx::memory_diagnosis_json(diagnosis).c_str());
             return diagnosis.ok() ? 0 : 1;
           }};
 }

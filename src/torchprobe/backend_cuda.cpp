@@ -188,11 +188,23 @@ void synchronize(int index) {
 
 std::unique_ptr<Fence> record_fence(int index) { return std::make_unique<CudaFence>(index); }
 
+namespace {
+/// The caching allocator's per-device state exists only once CUDA is initialised, which LibTorch does
+/// lazily at the first CUDA tensor: before that, its statistics calls throw "Invalid device argument"
+/// (seen on an H200, 2026-11-27, when a test reset the peaks first). Creating an empty tensor runs
+/// the lazy initialisation the same way in every LibTorch version.
+void init_allocator(int index) {
+  (void)torch::empty({0}, torch::TensorOptions().device(torch::kCUDA, static_cast<c10::DeviceIndex>(index)));
+}
+}  // namespace
+
 void reset_peak_memory(int index) {
+  init_allocator(index);
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
 }
 
 std::int64_t peak_memory_bytes(int index) {
+  init_allocator(index);
   const auto stats =
       c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
   return stats.allocated_bytes[0].peak;  // index 0 is StatType::AGGREGATE in 1.13 and 2.x
@@ -204,6 +216,7 @@ void release_cached_memory(int index) {
 }
 
 AllocatorStats allocator_stats(int index) {
+  init_allocator(index);
   const auto device = static_cast<c10::DeviceIndex>(index);
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
   AllocatorStats out;

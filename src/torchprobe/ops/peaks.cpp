@@ -16,6 +16,7 @@
 #include "torchprobe/io.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/ops/counts.h"
+#include "torchprobe/elapsed.h"
 
 namespace torchprobe::ops {
 namespace {
@@ -118,6 +119,7 @@ std::vector<std::pair<std::string, double>> roof_counters(const Peak& peak) {
 
 namespace {
 std::string g_peak_store;
+std::function<void(const std::string&)> g_peak_log;
 
 nlohmann::json read_store() {
   if (g_peak_store.empty()) return nlohmann::json::object();
@@ -160,6 +162,7 @@ Peak measure_peak(const torch::Device& device, DType dtype);
 }  // namespace
 
 void set_peak_store(const std::string& path) { g_peak_store = path; }
+void set_peak_log(std::function<void(const std::string&)> log) { g_peak_log = std::move(log); }
 
 Peak measured_peak(const torch::Device& device, DType dtype) {
   static std::mutex mutex;
@@ -177,6 +180,13 @@ Peak measured_peak(const torch::Device& device, DType dtype) {
   }
   const Peak peak = measure_peak(device, dtype);
   cache[key] = peak;
+  if (g_peak_log) {
+    g_peak_log(
+        fmt::format("roofs of {} {}: GEMM {:.0f} GFLOP/s in {:.1f} s, convolution {:.0f} GFLOP/s in {:.1f} s, "
+                    "STREAM triad {:.0f} GB/s in {:.1f} s",
+                    device_string(device), dtype_name(dtype), peak.gemm_gflop_per_s, peak.gemm_seconds,
+                    peak.conv_gflop_per_s, peak.conv_seconds, peak.gb_per_s, peak.triad_seconds));
+  }
   if (!g_peak_store.empty()) {
     store[key] = peak_to_json(peak);
     io::write_text_file(g_peak_store, store.dump());
@@ -208,7 +218,9 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
         if (!device.is_cuda()) interrupt::check();
       }
     };
+    const auto start = std::chrono::steady_clock::now();
     peak.gemm_gflop_per_s = best_rate(device, gemm, matmul_flops(n, n, n)) / 1e9;
+    peak.gemm_seconds = seconds_since(start);
   }
   {  // a large convolution: oneDNN on the CPU, cuDNN on a GPU (resnet18's most frequent layer)
     ConvShape s{device.is_cuda() ? 256 : 64, 64, 32, 32, 64, 3, 1, 1};
@@ -218,9 +230,11 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
       x = x.contiguous(torch::MemoryFormat::ChannelsLast);
       w = w.contiguous(torch::MemoryFormat::ChannelsLast);
     }
+    const auto start = std::chrono::steady_clock::now();
     peak.conv_gflop_per_s =
         best_rate(device, [&] { torch::conv2d(x, w, /*bias=*/{}, /*stride=*/s.stride, /*padding=*/s.padding); },
                   conv2d_flops(s, /*backward=*/false)) / 1e9;
+    peak.conv_seconds = seconds_since(start);
   }
   if (device.is_cpu()) {
     static const double clock_mhz = measure_cpu_clock_mhz();  // once per process: every dtype's roof at one clock
@@ -238,7 +252,9 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
     const auto fp32 = torch::TensorOptions().device(device).dtype(torch::kFloat32);
     const auto b = torch::randn({array_bytes / 4}, fp32), c = torch::randn({array_bytes / 4}, fp32);
     auto a = torch::empty_like(b);
+    const auto start = std::chrono::steady_clock::now();
     peak.gb_per_s = best_rate(device, [&] { torch::add_out(a, b, c, /*alpha=*/3.0); }, 3.0 * static_cast<double>(array_bytes)) / 1e9;
+    peak.triad_seconds = seconds_since(start);
   }
   return peak;
 }

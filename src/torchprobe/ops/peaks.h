@@ -3,6 +3,7 @@
 // the best of every backend LibTorch uses for the dtype (a GEMM through the BLAS or cuBLAS, a
 // convolution through oneDNN or cuDNN) and, where known, the theoretical peak of the CPU
 // (cores x clock x FLOP per cycle for its ISA); the memory roof is a STREAM triad with every thread.
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,9 @@ struct Peak {
   /// The theoretical peak is above kSuspectRatio x the best GEMM/conv measured: a misread clock or FLOP/cycle
   /// (an add-chain clock read 7x high on a Sapphire Rapids core). Reported, never used as the roof.
   bool theoretical_suspect = false;
+  /// Seconds each measurement took in this process (0 for a peak read from a store): the GEMM, the
+  /// convolution (its first call includes cuDNN's or oneDNN's kernel set-up), the STREAM triad.
+  double gemm_seconds = 0.0, conv_seconds = 0.0, triad_seconds = 0.0;
 };
 
 /// How far above the best measured GEMM/convolution a theoretical roof may be before it is suspect. Tuned
@@ -71,5 +75,9 @@ Peak measured_peak(const torch::Device& device, DType dtype);
 /// reads a peak from this JSON file if an earlier process stored it there, and stores what it measures.
 /// The processes run one after the other.
 void set_peak_store(const std::string& path);
+/// Where measured_peak says, once per measurement, what it measured and how long each part took
+/// ("roofs of cuda:0 fp32: GEMM ... in 1.1 s, ..."): progress for a step that can take tens of seconds.
+/// Unset: silent.
+void set_peak_log(std::function<void(const std::string&)> log);
 
 }  // namespace torchprobe::ops

@@ -178,7 +178,12 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
       }
     }
     const std::string mfu = mfu_label(r);
-    if (!mfu.empty()) {
+    if (mfu == "at roof") {
+      lines.push_back(
+          fmt::format("{}: MFU {}: within {} above the compute roof, which is itself a measurement (the "
+                      "best sample of a GEMM or convolution): the step runs at the roof",
+                      name, format_roof_pct(r.counter("mfu_pct"), mfu), format_pct(kAtRoofPct - 100.0)));
+    } else if (!mfu.empty()) {
       lines.push_back(fmt::format("{}: MFU {} is above the compute roof: the kernels did fewer real FLOPs than the "
                                   "model's analytic count (convolution kernels skip taps on zero padding; Winograd/FFT algorithms), so it is an "
                                   "effective rate",
@@ -199,14 +204,18 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
     if (r.suite == "op") {
       const OpMetrics m = op_metrics(r);
       if (!m.label.empty()) {
-        lines.push_back(fmt::format("{}: {} of the {} roof: {}", name, format_roof_pct(m.pct_of_roof, m.label),
-                                    m.bound,
-                                    m.label == "cache-resident"
-                                        ? "part of its working set was served from cache, faster than the STREAM triad "
-                                          "reads memory (on a shared host, memory bandwidth that changed between the "
-                                          "roof's measurement and the op's adds to it); the figure is not the memory system's"
-                                        : "the kernel did fewer real FLOPs than the analytic count (a convolution skips "
-                                          "taps on zero padding, or uses Winograd/FFT); the figure is an effective rate"));
+        lines.push_back(fmt::format(
+            "{}: {} of the {} roof: {}", name, format_roof_pct(m.pct_of_roof, m.label), m.bound,
+            m.label == "at roof" ? fmt::format("within {} above the roof, which is itself a measurement (the "
+                                               "best sample of a GEMM, convolution or STREAM triad): the op "
+                                               "runs at the roof",
+                                               format_pct(kAtRoofPct - 100.0))
+            : m.label == "cache-resident"
+                ? "part of its working set was served from cache, faster than the STREAM triad "
+                  "reads memory (on a shared host, memory bandwidth that changed between the "
+                  "roof's measurement and the op's adds to it); the figure is not the memory system's"
+                : "the kernel did fewer real FLOPs than the analytic count (a convolution skips "
+                  "taps on zero padding, or uses Winograd/FFT); the figure is an effective rate"));
       }
     }
   }

@@ -20,6 +20,7 @@
 #include "suite.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/data/batcher.h"
+#include "torchprobe/elapsed.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/io.h"
 #include "torchprobe/measure.h"
@@ -30,7 +31,6 @@
 #include "torchprobe/trace.h"
 #include "torchprobe/trace_files.h"
 #include "torchprobe/train/train_step.h"
-#include "torchprobe/elapsed.h"
 
 namespace torchprobe::bench {
 namespace {

@@ -41,7 +41,7 @@ MemoryDiagnosis run_memory_diagnosis(const MemoryDiagnosisOptions& options) {
       leak_options.steps = options.leak_steps;
       for (const auto loop : {LeakLoop::kCorrect, LeakLoop::kKeptLosses}) {
         LeakCheck check{run_leak_scenario(loop, model, device, leak_options), loop == LeakLoop::kKeptLosses};
-        if (options.on_leak) options.on_leak(check.report, check.as_expected());
+        if (options.on_leak) options.on_leak(check);
         out.leaks.push_back(std::move(check));
       }
     }

@@ -13,6 +13,12 @@
 
 namespace torchprobe::diagnostics {
 
+struct LeakCheck {
+  LeakReport report;
+  bool expected_leak = false;  ///< the scenario keeps its losses: a leak must be found
+  bool as_expected() const { return report.leak == expected_leak; }
+};
+
 struct MemoryDiagnosisOptions {
   std::vector<torch::Device> devices;
   std::vector<std::string> models;
@@ -27,13 +33,7 @@ struct MemoryDiagnosisOptions {
   std::function<void(const Trial&)> on_trial;
   /// Each result as soon as it is ready, for output that streams.
   std::function<void(const ProbeReport&)> on_probe;
-  std::function<void(const LeakReport&, bool as_expected)> on_leak;
-};
-
-struct LeakCheck {
-  LeakReport report;
-  bool expected_leak = false;  ///< the scenario keeps its losses: a leak must be found
-  bool as_expected() const { return report.leak == expected_leak; }
+  std::function<void(const LeakCheck&)> on_leak;
 };
 
 struct MemoryDiagnosis {

@@ -13,9 +13,9 @@
 
 #include "torchprobe/units.h"
 #include "torchprobe/device_spec.h"
+#include "torchprobe/elapsed.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/train/train_step.h"
-#include "torchprobe/elapsed.h"
 
 namespace torchprobe::diagnostics {
 namespace {

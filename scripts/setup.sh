@@ -137,6 +137,9 @@ torchprobe_select_openmp_blas() {
 }
 
 torchprobe_build() {
+  # TORCHPROBE_LAYER0_UNIT_TESTS=OFF (scripts/test.sh, for debian and cuda when light runs too) leaves the layer-0
+  # unit tests out; a flavour's own arguments come after, so they could still override it.
+  set -- -DTORCHPROBE_LAYER0_UNIT_TESTS="${TORCHPROBE_LAYER0_UNIT_TESTS:-ON}" "$@"
   local generator=() stamp="$TORCHPROBE_BUILD_DIR/.torchprobe-configure-args"
   command -v ninja >/dev/null && generator=(-G Ninja)
   # A tree configured with other arguments (another LibTorch) is configured afresh.
@@ -164,16 +167,15 @@ torchprobe_setup() {
       ;;
     debian)
       TORCHPROBE_BUILD_DIR="${TORCHPROBE_BUILD_DIR:-$TORCHPROBE_ROOT/build}"
-      local nvtx=(-DTORCHPROBE_ENABLE_NVTX="${TORCHPROBE_DEBIAN_NVTX:-ON}") layer0
-      layer0=(-DTORCHPROBE_LAYER0_UNIT_TESTS="${TORCHPROBE_LAYER0_UNIT_TESTS:-ON}")
+      local nvtx=(-DTORCHPROBE_ENABLE_NVTX="${TORCHPROBE_DEBIAN_NVTX:-ON}")
       if [[ -n "${CMAKE_PREFIX_PATH:-}" ]]; then
         torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" "${TORCHPROBE_BLAS_DEBS[@]}"
         torchprobe_select_openmp_blas
-        torchprobe_build "${nvtx[@]}" "${layer0[@]}" -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH"
+        torchprobe_build "${nvtx[@]}" -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH"
       else
         torchprobe_install_packages "${TORCHPROBE_DEBS[@]}" "${TORCHPROBE_BLAS_DEBS[@]}" libtorch-dev
         torchprobe_select_openmp_blas
-        torchprobe_build "${nvtx[@]}" "${layer0[@]}"
+        torchprobe_build "${nvtx[@]}"
       fi
       ;;
     cuda)
@@ -188,8 +190,7 @@ torchprobe_setup() {
       mkdir -p "$TORCHPROBE_BUILD_DIR"
       local prefix
       prefix="$(torchprobe_pip_libtorch)"
-      torchprobe_build -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda_home" \
-        -DTORCHPROBE_LAYER0_UNIT_TESTS="${TORCHPROBE_LAYER0_UNIT_TESTS:-ON}"
+      torchprobe_build -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$cuda_home"
       ;;
     asan)
       # -O1 -g1: fast enough to run the whole suite, with file:line in every report.

@@ -152,13 +152,14 @@ Command add_memory(CLI::App& diagnose) {
                 std::raise(SIGINT);  // tests: a stop once the first probe has finished
               }
             };
-            options.on_leak = [finished, json](const dx::LeakReport& leak, bool as_expected) {
+            options.on_leak = [finished, json](const dx::LeakCheck& check) {
               {
                 std::lock_guard<std::mutex> lock(finished->mutex);
-                finished->diagnosis.leaks.push_back({leak, as_expected ? leak.leak : !leak.leak});
+                finished->diagnosis.leaks.push_back(check);
               }
               if (!json) {
-                std::printf("leak check, %s%s", dx::leak_text(leak).c_str(), as_expected ? "" : "  ^ NOT AS EXPECTED\n");
+                std::printf("leak check, %s%s", dx::leak_text(check.report).c_str(),
+                            check.as_expected() ? "" : "  ^ NOT AS EXPECTED\n");
                 std::fflush(stdout);
               }
             };

@@ -12,11 +12,11 @@
 
 #include "torchprobe/blas.h"
 #include "torchprobe/device_spec.h"
+#include "torchprobe/elapsed.h"
 #include "torchprobe/interrupt.h"
 #include "torchprobe/io.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/ops/counts.h"
-#include "torchprobe/elapsed.h"
 
 namespace torchprobe::ops {
 namespace {
@@ -27,10 +27,13 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 constexpr std::int64_t kPanelRows = 256;
 constexpr double kMaxPlausibleMhz = 6500.0;
 
-/// The fastest of the samples of `call` over at least kPeakSeconds, as work units per second.
-double best_rate(const torch::Device& device, const std::function<void()>& call, double work) {
+/// The fastest of the samples of `call` over at least kPeakSeconds, as work units per second; `seconds` gets
+/// the wall time the measurement took, warm-up included.
+double best_rate(const torch::Device& device, const std::function<void()>& call, double work, double& seconds) {
+  const auto start = std::chrono::steady_clock::now();
   measure::Sampler sampler(measure::default_policy(device), measure::device_clock(device), call);
   const auto ms = sampler.run(kPeakSamples, kPeakSeconds);
+  seconds = seconds_since(start);
   return work / (*std::min_element(ms.begin(), ms.end()) / 1e3);
 }
 
@@ -218,9 +221,7 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
         if (!device.is_cuda()) interrupt::check();
       }
     };
-    const auto start = std::chrono::steady_clock::now();
-    peak.gemm_gflop_per_s = best_rate(device, gemm, matmul_flops(n, n, n)) / 1e9;
-    peak.gemm_seconds = seconds_since(start);
+    peak.gemm_gflop_per_s = best_rate(device, gemm, matmul_flops(n, n, n), peak.gemm_seconds) / 1e9;
   }
   {  // a large convolution: oneDNN on the CPU, cuDNN on a GPU (resnet18's most frequent layer)
     ConvShape s{device.is_cuda() ? 256 : 64, 64, 32, 32, 64, 3, 1, 1};
@@ -230,11 +231,11 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
       x = x.contiguous(torch::MemoryFormat::ChannelsLast);
       w = w.contiguous(torch::MemoryFormat::ChannelsLast);
     }
-    const auto start = std::chrono::steady_clock::now();
     peak.conv_gflop_per_s =
-        best_rate(device, [&] { torch::conv2d(x, w, /*bias=*/{}, /*stride=*/s.stride, /*padding=*/s.padding); },
-                  conv2d_flops(s, /*backward=*/false)) / 1e9;
-    peak.conv_seconds = seconds_since(start);
+        best_rate(
+            device, [&] { torch::conv2d(x, w, /*bias=*/{}, /*stride=*/s.stride, /*padding=*/s.padding); },
+            conv2d_flops(s, /*backward=*/false), peak.conv_seconds) /
+        1e9;
   }
   if (device.is_cpu()) {
     static const double clock_mhz = measure_cpu_clock_mhz();  // once per process: every dtype's roof at one clock
@@ -252,9 +253,10 @@ Peak measure_peak(const torch::Device& device, DType dtype) {
     const auto fp32 = torch::TensorOptions().device(device).dtype(torch::kFloat32);
     const auto b = torch::randn({array_bytes / 4}, fp32), c = torch::randn({array_bytes / 4}, fp32);
     auto a = torch::empty_like(b);
-    const auto start = std::chrono::steady_clock::now();
-    peak.gb_per_s = best_rate(device, [&] { torch::add_out(a, b, c, /*alpha=*/3.0); }, 3.0 * static_cast<double>(array_bytes)) / 1e9;
-    peak.triad_seconds = seconds_since(start);
+    peak.gb_per_s = best_rate(
+                        device, [&] { torch::add_out(a, b, c, /*alpha=*/3.0); }, 3.0 * static_cast<double>(array_bytes),
+                        peak.triad_seconds) /
+                    1e9;
   }
   return peak;
 }

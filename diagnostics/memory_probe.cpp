@@ -151,6 +151,9 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
   }
   TrialBatches batches(device.is_cuda());
   if (device.is_cuda()) {
+    // What an earlier probe in this process left cached (resnet18's ~73 GB on an H100 before net's probe,
+    // 2026-11-27) is free to this allocator but not to the device: return it, so free_at_start is the device's.
+    backend::release_cached_memory(device);
     const auto stats = backend::allocator_stats(device);
     report.capacity_bytes = stats.device_total;
     report.free_at_start = stats.device_free;

@@ -7,16 +7,15 @@
 #   nsys (Nsight Systems, preferred): the timeline with CUDA, NVTX and OS-runtime traces; writes
 #        <stamp>.nsys-rep and <stamp>-nvtx.txt (nsys stats' NVTX summary) and prints the summary.
 #   ncu (Nsight Compute, where nsys is absent): every kernel of the measured regions, GPU time only (one
-#        metric; clocks and caches left as they are), NVTX ranges process-wide; then per phase range of the
-#        torchprobe domain (h2d, forward, loss, backward, optimizer) its kernels and GPU time, filtered from the
-#        report with ncu's NVTX filter. Writes <stamp>.ncu-rep, <stamp>-kernels.csv (every kernel with its
-#        NVTX stack), <stamp>-<phase>.csv and <stamp>-nvtx.txt (per phase, with the filter that matched), and
-#        prints the latter. Exit 1 if a compute phase has no kernel (the ranges did not reach the profiler;
+#        metric; clocks and caches left as they are), NVTX ranges process-wide where ncu offers it; then per
+#        phase range of the torchprobe domain (h2d, forward, loss, backward, optimizer) its kernels and GPU
+#        time, each kernel counted in the innermost phase of its NVTX stack. Writes <stamp>.ncu-rep,
+#        <stamp>-kernels.csv (every kernel with its NVTX stack), <stamp>-<phase>.csv and <stamp>-nvtx.txt
+#        (per phase, and the kernels outside every phase), and prints the latter. Exit 1 if a compute phase has no kernel (the ranges did not reach the profiler;
 #        h2d's copy is no kernel). Give it few benchmarks: e.g. --models net --batch-sizes 64 --dtypes fp32
 #        --layouts nchw --cudnn off --graphs off (a CUDA-graph step replays as one unit).
 #   TORCHPROBE_PROFILER     nsys or ncu (default: nsys if on PATH, else ncu)
 #   TORCHPROBE_PROFILE_OUT  output directory (default: reports/profile)
-#   TORCHPROBE_NCU_NVTX     an ncu --nvtx-include expression to try first, PHASE standing for the phase
 #   TORCHPROBE_NCU_LAUNCH_COUNT  at most this many kernels profiled (default 3000)
 #   TORCHPROBE_BUILD_DIR    a build tree (default: the flavour's, TORCHPROBE_FLAVOUR debian or cuda)
 set -euo pipefail
@@ -69,42 +68,56 @@ if [[ "$profiler" == nsys ]]; then
 fi
 
 # ncu: one pass profiling every kernel of the measured region (GPU time only, clocks and caches left as
-# they are), then per phase the kernels whose NVTX stack holds that phase's range of the torchprobe domain,
-# filtered from the saved report. A compute phase with no kernel means the ranges did not reach ncu: exit 1.
+# they are), exported as ncu's raw page: a row per kernel with its NVTX stack. Each kernel belongs to the
+# innermost phase range of the torchprobe domain (h2d, forward, loss, backward, optimizer) in its stack, read
+# from that CSV here (ncu's own NVTX filter on --import differs between versions: ncu 2025+ refuses --nvtx
+# there). A compute phase with no kernel means the ranges did not reach ncu: exit 1.
 [[ $cuda_build == 1 ]] || { echo "torchprobe: error: ncu profiles GPU kernels: $build is not a CUDA build" >&2; exit 2; }
 scope=()
 # Autograd launches backward kernels from its own thread per device: the phase ranges must be process-wide.
-ncu --help 2>/dev/null | grep -q -- '--nvtx-push-pop-scope' && scope=(--nvtx-push-pop-scope process)
+# (ncu's help into a variable first: `ncu --help | grep -q` fails under pipefail when grep closes the pipe early.)
+ncu_help="$(ncu --help 2>&1 || true)"
+[[ "$ncu_help" == *--nvtx-push-pop-scope* ]] && scope=(--nvtx-push-pop-scope process)
 report="$out_dir/$stamp.ncu-rep"
 ncu --nvtx "${scope[@]}" --profile-from-start off --clock-control none --cache-control none \
   --metrics gpu__time_duration.sum --launch-count "${TORCHPROBE_NCU_LAUNCH_COUNT:-3000}" --force-overwrite \
   --export "$out_dir/$stamp" "$bench" --profile --suites train "$@"
 ncu --import "$report" --csv --page raw --print-units base > "$out_dir/$stamp-kernels.csv"
 ncu --import "$report" --csv --print-units base --print-summary per-nvtx > "$out_dir/$stamp-per-nvtx.csv" 2>&1 || true
-# Kernels and summed GPU time (ns) in a raw-page CSV: a header row, a units row, a row per kernel.
-count() {
-  awk -F'","' 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); if ($i == "gpu__time_duration.sum") t = i } next }
-    NR > 2 && t { v = $t; gsub(/[",]/, "", v); n++; sum += v } END { printf "%d %.0f\n", n, sum }' "$1"
+# The raw page: a header row, a units row, a row per kernel, every field quoted (no field holds '","'). Writes
+# <stamp>-<phase>.csv (the header, the units and that phase's kernels) and prints "phase kernels ns" per phase,
+# then "none" for the kernels outside every phase range and "all".
+per_phase() {
+  awk -F'","' -v prefix="$out_dir/$stamp-" '
+    function innermost(stack,   last) {
+      last = "none"
+      while (match(stack, /torchprobe:(h2d|forward|loss|backward|optimizer):/)) {
+        last = substr(stack, RSTART + 11, RLENGTH - 12); stack = substr(stack, RSTART + RLENGTH)
+      }
+      return last
+    }
+    NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "gpu__time_duration.sum") t = i; if (h ~ /Push\/Pop_Range/ && !s) s = i } }
+    NR <= 2 { head = head $0 "\n"; next }
+    { p = innermost(s ? $s : ""); v = t ? $t : "0"; gsub(/[",]/, "", v); n[p]++; ns[p] += v; rows[p] = rows[p] $0 "\n"; all++ }
+    END {
+      split("h2d forward loss backward optimizer", phases, " ")
+      for (k = 1; k <= 5; k++) { p = phases[k]; printf "%s", head rows[p] > (prefix p ".csv"); printf "%s %d %.0f\n", p, n[p], ns[p] }
+      printf "none %d %.0f\nall %d\n", n["none"], ns["none"], all
+    }' "$out_dir/$stamp-kernels.csv"
 }
-read -r all _ < <(count "$out_dir/$stamp-kernels.csv")
-printf '%-10s %8s %12s  %s\n' phase kernels "GPU ms" "ncu NVTX filter" > "$out_dir/$stamp-nvtx.txt"
-empty=()
-for phase in h2d forward loss backward optimizer; do
-  kernels=0 ns=0 matched="-"
-  # TORCHPROBE_NCU_NVTX first (PHASE: the phase), then ncu's push/pop forms: anywhere in the stack, on top, as a regex.
-  for expr in ${TORCHPROBE_NCU_NVTX:+"${TORCHPROBE_NCU_NVTX//PHASE/$phase}"} "torchprobe@$phase/" "torchprobe@$phase]" "regex:torchprobe@$phase/"; do
-    ncu --import "$report" --nvtx --nvtx-include "$expr" --csv --page raw --print-units base > "$out_dir/$stamp-$phase.csv" 2>&1 || continue
-    read -r kernels ns < <(count "$out_dir/$stamp-$phase.csv")
-    (( kernels > 0 )) && matched="$expr" && break
-  done
-  printf '%-10s %8d %12.3f  %s\n' "$phase" "$kernels" "$(awk -v ns="$ns" 'BEGIN { print ns / 1e6 }')" "$matched" >> "$out_dir/$stamp-nvtx.txt"
+printf '%-10s %8s %12s\n' phase kernels "GPU ms" > "$out_dir/$stamp-nvtx.txt"
+empty=() all=0
+while read -r phase kernels ns; do
+  if [[ $phase == all ]]; then all=$kernels; continue; fi
+  label=$phase; [[ $phase == none ]] && label="(no phase)"
+  printf '%-10s %8d %12.3f\n' "$label" "$kernels" "$(awk -v ns="$ns" 'BEGIN { print ns / 1e6 }')" >> "$out_dir/$stamp-nvtx.txt"
   # The host-to-device copy is a memcpy, which ncu does not profile: h2d may hold no kernel.
-  (( kernels > 0 )) || [[ $phase == h2d ]] || empty+=("$phase")
-done
+  (( kernels > 0 )) || [[ $phase == h2d || $phase == none ]] || empty+=("$phase")
+done < <(per_phase)
 echo "all kernels profiled: $all" >> "$out_dir/$stamp-nvtx.txt"
 cat "$out_dir/$stamp-nvtx.txt"
 tp_log "report: $report (open in Nsight Compute); every kernel with its NVTX stack: $out_dir/$stamp-kernels.csv; per phase: $out_dir/$stamp-nvtx.txt"
 if (( ${#empty[@]} > 0 )); then
-  echo "torchprobe: error: of $all kernels profiled, none was inside the range of: ${empty[*]}: the NVTX ranges did not reach ncu, or its filter does not match them (see the NVTX column of $out_dir/$stamp-kernels.csv; set TORCHPROBE_NCU_NVTX)" >&2
+  echo "torchprobe: error: of $all kernels profiled, none was inside the range of: ${empty[*]}: the NVTX ranges did not reach ncu (see the NVTX column of $out_dir/$stamp-kernels.csv)" >&2
   exit 1
 fi

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "diagnostics/memory_probe.h"
 #include "torchprobe/backend.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/inventory.h"
@@ -63,6 +64,19 @@ TEST_F(Gpu, EventsTimeQueuedWorkAndPeakMemoryIsTracked) {
   ASSERT_EQ(ms.size(), 1u);
   EXPECT_GT(ms[0], 0.0);
   EXPECT_GE(backend::peak_memory_bytes(gpu), 2 * 2048 * 2048 * 4);
+}
+
+// What an earlier probe (or anything else in the process) left in the caching allocator is free to the probe:
+// it starts from the device as free as it can be (on an H100, net's probe after resnet18's found 11 of 79 GB).
+TEST_F(Gpu, AMemoryProbeStartsFromWhatTheCacheHeldReturned) {
+  constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+  { auto held = torch::empty({kGiB}, torch::TensorOptions().device(gpu).dtype(torch::kUInt8)); }  // cached, not freed
+  const std::int64_t free_with_cache = backend::allocator_stats(gpu).device_free;
+  diagnostics::ProbeOptions probe;
+  probe.model = "net";
+  probe.search.max_batch = 2;
+  const diagnostics::ProbeReport report = diagnostics::run_memory_probe(gpu, probe);
+  EXPECT_GT(report.free_at_start, free_with_cache + kGiB / 2) << "the cached GiB went back to the device first";
 }
 
 TEST_F(Gpu, AbsentOrdinalNamesTheDevicesThisHostHas) {

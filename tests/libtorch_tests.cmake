@@ -27,9 +27,9 @@ target_compile_definitions(memory_test PRIVATE TORCHPROBE_CLI_PATH="$<TARGET_FIL
 add_dependencies(memory_test torchprobe)
 torchprobe_test(suite_test LIBS torchprobe::bench_suite torchprobe::report nlohmann_json::nlohmann_json)
 if(TORCHPROBE_HAS_DIST)
-  torchprobe_test(gpu_test LABEL gpu LIBS torchprobe::dist)
+  torchprobe_test(gpu_test LABEL gpu LIBS torchprobe::dist torchprobe::diagnostics)
 else()
-  torchprobe_test(gpu_test LABEL gpu)
+  torchprobe_test(gpu_test LABEL gpu LIBS torchprobe::diagnostics)
 endif()
 # `ctest -L gpu` must select every Gpu.* test (scripts/gpu_session.sh relies on it), checked on any host.
 add_test(NAME cli.gpu_label_selects_every_gpu_test COMMAND ${CMAKE_COMMAND} -DCTEST=${CMAKE_CTEST_COMMAND}
@@ -146,16 +146,18 @@ set_tests_properties(cli.profile_without_a_profiler PROPERTIES LABELS cli
 torchprobe_cli_rc(cli.profile_bad_profiler 2 "rc=2.*torchprobe: error: TORCHPROBE_PROFILER is nsys or ncu, got 'vtune'"
   ${CMAKE_COMMAND} -E env TORCHPROBE_PROFILER=vtune /bin/bash ${PROJECT_SOURCE_DIR}/scripts/profile.sh)
 if(TORCHPROBE_HAS_CUDA)
-  # The ncu mode's bookkeeping with a stand-in ncu (tests/fake_ncu.sh, ncu's CSV layout): kernels and GPU time per
-  # phase, the fallback to the "on top" filter, and exit 1 when a compute phase has no kernel.
+  # The ncu mode's bookkeeping with a stand-in ncu (tests/fake_ncu.sh) replaying the raw page a real ncu exported
+  # on an H100: kernels and GPU time per phase, the kernels outside every phase, exit 1 when a compute phase has
+  # none. The figures are the fixture's own sums (36 forward kernels, 187.296 us; ...).
   set(stand_in_ncu ${CMAKE_CURRENT_BINARY_DIR}/stand-in-ncu)
   file(MAKE_DIRECTORY ${stand_in_ncu})
   file(COPY_FILE ${CMAKE_CURRENT_SOURCE_DIR}/fake_ncu.sh ${stand_in_ncu}/ncu)
   file(CHMOD ${stand_in_ncu}/ncu PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
   # Each test has its own output folder: ctest -j runs them side by side.
-  set(profile_env PATH=${stand_in_ncu}:/usr/bin:/bin TORCHPROBE_PROFILER=ncu TORCHPROBE_BUILD_DIR=${CMAKE_BINARY_DIR})
+  set(profile_env PATH=${stand_in_ncu}:/usr/bin:/bin TORCHPROBE_PROFILER=ncu TORCHPROBE_BUILD_DIR=${CMAKE_BINARY_DIR}
+      FAKE_NCU_RAW=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/profile/h100-ncu-raw.csv)
   torchprobe_cli_rc(cli.profile_ncu_per_phase 0
-    "forward +2 +0\\.004 +torchprobe@forward/.*backward +1 +0\\.003 +torchprobe@backward\\].*all kernels profiled: 5"
+    "h2d +0 +0\\.000\n+forward +36 +0\\.187\n+loss +4 +0\\.012\n+backward +2 +0\\.004\n+optimizer +8 +0\\.020\n\\(no phase\\) +82 +0\\.461\nall kernels profiled: 132"
     ${CMAKE_COMMAND} -E env ${profile_env} TORCHPROBE_PROFILE_OUT=${CMAKE_CURRENT_BINARY_DIR}/profile-out/per-phase
     /bin/bash ${PROJECT_SOURCE_DIR}/scripts/profile.sh --devices cuda:0 --models net)
   torchprobe_cli_rc(cli.profile_ncu_phase_without_kernels 1 "rc=1.*none was inside the range of: forward:"

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "test_util.h"
@@ -52,12 +53,34 @@ TEST(Measure, WarmUpMeetsBothBoundsExactly) {
   });
   EXPECT_EQ(sampler.warm_up(), 34);
   EXPECT_EQ(calls, 34);
-  EXPECT_EQ(time->waits, 1) << "one wait for the device at the end of the warm-up";
+  EXPECT_EQ(time->waits, 34) << "the host waits for the device after every warm-up call";
 
   policy.warmup_s = 0.0;  // the call-count bound alone
   time->now_ms = 0.0;
   measure::Sampler counted(policy, fake_clock(time), [&] { time->now_ms += 0.3; });
   EXPECT_EQ(counted.warm_up(), 3);
+}
+
+// A GPU as the host sees it: a call only queues its work (10 us to launch) and the host's clock runs on
+// while the device works through the queue; waiting brings the host to the end of the queued work.
+TEST(Measure, WarmUpOnAnAsynchronousDeviceLastsTheDevicesTimeNotTheLaunchQueues) {
+  double host_ms = 0.0, device_done_ms = 0.0;
+  int calls = 0;
+  auto unused = std::make_shared<FakeTime>();
+  measure::Clock clock{[unused] { return std::make_unique<FakeTimeline>(unused); },
+                       [&] { host_ms = std::max(host_ms, device_done_ms); }, [&] { return host_ms / 1e3; }};
+  measure::Policy policy;
+  policy.warmup_s = 0.2;
+  policy.min_warmup_calls = 3;
+  measure::Sampler sampler(policy, clock, [&] {
+    ++calls;
+    host_ms += 0.01;
+    device_done_ms = std::max(device_done_ms, host_ms) + 21.0;  // an 8192 fp32 GEMM on an H100
+  });
+  // 0.2 s of 21 ms calls: 10 of them, not the ~20 000 a host could queue in 0.2 s of 10 us launches.
+  EXPECT_EQ(sampler.warm_up(), 10);
+  EXPECT_EQ(calls, 10);
+  EXPECT_NEAR(host_ms, 10 * 21.01, 1e-6) << "the warm-up ends when its work does";
 }
 
 TEST(Measure, CalibrationFillsTheTargetSampleAndStaysStablePerKey) {

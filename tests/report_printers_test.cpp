@@ -35,12 +35,13 @@ TEST(ReportGolden, TrustWarningsAndRoofLabels) {
   EXPECT_EQ(markdown, torchprobe::io::read_text_file(kFixtures + "/expected/trust_report.md"));
   EXPECT_EQ(report::to_csv(set), torchprobe::io::read_text_file(kFixtures + "/expected/trust_results.csv"));
   // Any percentage above 100 in the report carries a label.
-  const std::regex over_100(R"((1[0-9]{2}|[2-9][0-9]{2})\.[0-9]%( \((cache-resident|effective|at roof)\))?)");
+  const std::regex over_100(
+      R"((1[0-9]{2}|[2-9][0-9]{2})\.[0-9]%( \((cache-resident|effective|at roof|roof measured low)\))?)");
   for (auto it = std::sregex_iterator(markdown.begin(), markdown.end(), over_100); it != std::sregex_iterator(); ++it) {
     EXPECT_TRUE((*it)[2].matched) << "unlabelled: " << it->str();
   }
   const auto lines = report::warnings(set, /*noise_cv_pct=*/5.0);
-  ASSERT_EQ(lines.size(), 7u);
+  ASSERT_EQ(lines.size(), 8u);
   // A theoretical roof far above what the run measured is named as suspect, once, and not used.
   EXPECT_EQ(count(markdown,
                   "the theoretical fp32 compute roof, 7050 GFLOP/s, is 7.05x the best GEMM or convolution "
@@ -50,6 +51,11 @@ TEST(ReportGolden, TrustWarningsAndRoofLabels) {
   EXPECT_NE(lines[0].find("other processes were busy"), std::string::npos);
   EXPECT_NE(lines[2].find("phases add up to 2.74 ms"), std::string::npos) << lines[2];
   EXPECT_NE(lines[3].find("MFU 131.5% (effective) is above the compute roof"), std::string::npos) << lines[3];
+  // A GEMM above its roof did not do fewer FLOPs (its count is exact): the roof was measured low.
+  EXPECT_NE(lines[7].find("op/matmul/cpu/n:512/dtype:fp32`: 107.4% (roof measured low) of the compute roof: a GEMM's "
+                          "FLOP count is exact"),
+            std::string::npos)
+      << lines[7];
 }
 
 TEST(ReportFiles, WriteCreatesDirectoriesAndFailsWithThePath) {

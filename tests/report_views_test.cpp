@@ -212,6 +212,12 @@ TEST(ReportBoundaries, RoofAndMfuLabelsOnlyAbove100Percent) {
     EXPECT_EQ(torchprobe::roof_label(std::nextafter(torchprobe::kAtRoofPct, 200.0), bound),
               bound == "memory" ? "cache-resident" : "effective");
   }
+  // A GEMM's FLOPs are exact: above the "at roof" band its roof was measured low, it did not do fewer FLOPs.
+  EXPECT_EQ(torchprobe::roof_label(torchprobe::kAtRoofPct, "compute", /*exact_flops=*/true), "at roof");
+  EXPECT_EQ(torchprobe::roof_label(std::nextafter(torchprobe::kAtRoofPct, 200.0), "compute", /*exact_flops=*/true),
+            "roof measured low");
+  EXPECT_EQ(torchprobe::roof_label(std::nextafter(torchprobe::kAtRoofPct, 200.0), "memory", /*exact_flops=*/true),
+            "cache-resident");
   EXPECT_EQ(torchprobe::roof_label(std::nan(""), "compute"), "");
   // The MFU of a training step: its label and its warning line.
   const auto mfu = [](double pct) {

@@ -25,12 +25,16 @@ struct RooflinePoint {
 /// Up to kAtRoofPct, though, a figure is "at roof": the roof is itself a measurement (the best sample of
 /// one GEMM, convolution or triad), and an op of the same kind can land a little above it (a 4096 fp32
 /// GEMM ran at 100.3% of the 8192 GEMM's roof on an H200, 2026-11-27).
+/// A GEMM's analytic FLOP count is exact (`exact_flops`), so above kAtRoofPct it did not do fewer FLOPs: the
+/// roof was measured low ("roof measured low": a 4096 bf16 GEMM ran at 103.8% of the roof an 8192 GEMM gave in
+/// the same process, whose own roof read 5% higher in other processes on an H100, 2026-11-27).
 /// Printers show the label next to any figure above 100%; "" at or below it.
 constexpr double kAtRoofPct = 102.0;
-inline std::string roof_label(double pct_of_roof, const std::string& bound) {
+inline std::string roof_label(double pct_of_roof, const std::string& bound, bool exact_flops = false) {
   if (!(pct_of_roof > 100.0)) return "";
   if (pct_of_roof <= kAtRoofPct) return "at roof";
-  return bound == "memory" ? "cache-resident" : "effective";
+  if (bound == "memory") return "cache-resident";
+  return exact_flops ? "roof measured low" : "effective";
 }
 
 /// `flops` and `bytes` per call (NaN when unknown), `seconds` per call, peaks NaN when not measured.

@@ -89,8 +89,10 @@ double speedup(const TrainRow& row, const std::string& device, const std::string
 }
 
 OpMetrics op_metrics(const Result& r) {
-  return roofline(r.counter("flops"), r.counter("bytes"), r.median_ms / 1e3, r.counter("peak_gflop_per_s"),
-                  r.counter("peak_gb_per_s"));
+  OpMetrics m = roofline(r.counter("flops"), r.counter("bytes"), r.median_ms / 1e3, r.counter("peak_gflop_per_s"),
+                         r.counter("peak_gb_per_s"));
+  m.label = roof_label(m.pct_of_roof, m.bound, /*exact_flops=*/r.subject == "matmul");
+  return m;
 }
 
 std::string mfu_label(const Result& r) { return roof_label(r.counter("mfu_pct"), "compute"); }
@@ -214,6 +216,10 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
                 ? "part of its working set was served from cache, faster than the STREAM triad "
                   "reads memory (on a shared host, memory bandwidth that changed between the "
                   "roof's measurement and the op's adds to it); the figure is not the memory system's"
+            : m.label == "roof measured low"
+                ? "a GEMM's FLOP count is exact, so the roof (the best sample of this run's large GEMM) was "
+                  "measured below what this op reached: clocks and power state change between measurements "
+                  "(on a GPU, 5% between processes); compare roofs across runs before reading this percentage"
                 : "the kernel did fewer real FLOPs than the analytic count (a convolution skips "
                   "taps on zero padding, or uses Winograd/FFT); the figure is an effective rate"));
       }

@@ -348,11 +348,12 @@ int main(int argc, char** argv) {
       ->check(torchprobe::in_range(0, 4096))
       ->capture_default_str();
   app.add_option("--threads", flags.threads,
-                 fmt::format("LibTorch intra-op threads, 1 to {} (default: LibTorch's own)", torchprobe::kMaxThreads))
+                 fmt::format("LibTorch intra-op threads, 1 to {} ({})", torchprobe::kMaxThreads,
+                             torchprobe::kDefaultThreadsHelp))
       ->check(torchprobe::in_range(1, torchprobe::kMaxThreads));
   app.add_option("--data", flags.data_dir, "Directory with the CIFAR-10 binary files (default: synthetic data)");
   app.add_option("--steps-per-sample", options.steps_per_sample,
-                 "Training steps per timed sample (0: 1 on the CPU, ~5 ms of work on a GPU)")
+                 "Training steps per timed sample (0: ~1 ms of work on the CPU, ~5 ms on a GPU)")
       ->check(torchprobe::in_range(0, 100000))
       ->capture_default_str();
   app.add_flag("--profile", options.profile,

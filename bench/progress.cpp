@@ -21,12 +21,8 @@ void Progress::set_total(const std::vector<std::string>& names, const std::strin
 
 void Progress::start(const std::string& name) {
   if (silent_ || !started_.insert(name).second) return;
-  const auto seconds = static_cast<long>(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count());
-  const size_t index = started_.size();
-  std::string text = total_ > 0 ? fmt::format("[{}/{}] {} ({} left, {}:{:02})", index, total_, name,
-                                              total_ > index ? total_ - index : 0, seconds / 60, seconds % 60)
-                                : fmt::format("[{}] {}", index, name);
+  const std::string text = progress_text(
+      started_.size(), total_, name, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count());
   if (tty_) {
     std::fprintf(stderr, "\r\033[Ktorchprobe-bench: %s", text.c_str());
     line_shown_ = true;
@@ -34,6 +30,21 @@ void Progress::start(const std::string& name) {
     std::fprintf(stderr, "torchprobe-bench: %s\n", text.c_str());
   }
   std::fflush(stderr);
+}
+
+std::string progress_text(size_t index, size_t total, const std::string& name, double elapsed_s) {
+  if (total == 0) return fmt::format("[{}] {}", index, name);
+  const auto clock = [](double seconds) {
+    const auto s = static_cast<long>(seconds + 0.5);
+    return fmt::format("{}:{:02}", s / 60, s % 60);
+  };
+  const size_t left = total > index ? total - index : 0;
+  std::string text = fmt::format("[{}/{}] {} ({} left, {} so far", index, total, name, left, clock(elapsed_s));
+  const size_t finished = index > 0 ? index - 1 : 0;
+  if (finished > 0)
+    text +=
+        fmt::format(", ~{} to go", clock(elapsed_s / static_cast<double>(finished) * static_cast<double>(left + 1)));
+  return text + ")";
 }
 
 void Progress::clear_line() {

@@ -68,7 +68,13 @@ RuleTable::RuleTable() {
       R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|No CUDA GPUs are available|no CUDA-capable device is detected|)"
       R"(CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|deserialize object on a CUDA device|)"
       R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|CUDA is not available|torch\.cuda\.\w*Tensor is not enabled|)"
-      R"(CUDA-capable device\(s\) is/are busy or unavailable|CUDA unknown error - this may be due to an incorrectly set up)");
+      R"(CUDA-capable device\(s\) is/are busy or unavailable|CUDA unknown error - this may be due to an incorrectly set up|)"
+      // The structure, in any back-end's words: no accelerator of a kind is available/detected/found; a build
+      // without a back-end; a driver that does not initialise or load; a device count of zero.
+      R"((?i:\bno (?:CUDA|HIP|ROCm|XPU|MPS|NVIDIA|AMD|Intel)?[- ]?(?:capable )?(?:GPUs?|devices?)\b[^.\n]{0,30}?\b(?:available|detected|found)\b)|)"
+      R"((?i:\bnot (?:compiled|linked|built) with (?:support for )?(?:CUDA|ROCm|HIP|MPS|XPU)\b)|)"
+      R"((?i:\b(?:CUDA|HIP|XPU) driver initiali[sz]ation failed)|libcuda\.so(?:\.\d+)?: cannot open shared object file|)"
+      R"((?i:\bis not able to use (?:the )?GPU\b)|(?i:device_count\(\) *(?:=|==) *0\b)|(?i:\b(?:MPS|XPU) backend is (?:not available|supported on)))");
   add(ErrorKind::kInvalidDevice,
       R"(invalid device ordinal|Invalid device string|device type at start of device string|torch\.cuda\.device_count\(\) is \d+|)"
       R"(Device index must not be negative|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
@@ -93,7 +99,10 @@ RuleTable::RuleTable() {
         R"(Input type (\(.*?\)) and weight type (\(.*?\)) should be the same)",
         R"(invalid gradient at index \d+ - expected (?:type|device) (.+?) but got (.+))",
         R"(Expected tensor to have (\w+ (?:Backend|DeviceType)), but got tensor with (\w+ (?:Backend|DeviceType)))",
-        R"('lengths' argument should be a (1D CPU int64 tensor), but got (\d+D \S+ \w+ tensor))"}) {
+        R"('lengths' argument should be a (1D CPU int64 tensor), but got (\d+D \S+ \w+ tensor))",
+        // torch.compile's fake-tensor propagation and MPS/XPU checks: two devices named in one sentence.
+        R"(found two different devices (\w+(?::\d+)?), (\w+(?::\d+)?))",
+        R"(is on (\w+(?::\d+)?),? but (?:is )?expected (?:to be )?on (\w+(?::\d+)?))"}) {
     add(mismatch, p).two_sides = true;
   }
   set.Compile();

@@ -40,7 +40,7 @@ plan=(
   "quick|2|150|any|the quick suite on TORCHPROBE_DEVICES: net and resnet18 at batch 4 and 64, data, core ops"
   "isolate_off|2|60|gpu|net training at batch 4 and 64 on the GPUs in one process"
   "isolate_on|2|120|gpu|the same with --isolate (a process and a CUDA context per benchmark): its cost"
-  "ops_cold|3|90|gpu|matmul, conv2d, add with the cache flushed before each call"
+  "ops_cold|3|120|gpu|matmul, conv2d, add: hot (ops_hot.json), then with the cache flushed before each call (ops_cold.json)"
   "nccl_allreduce|3|90|gpu|dist allreduce over NCCL, one rank per GPU"
   "nccl_train|3|120|gpu|dist train (net, resnet18) over NCCL, one rank per GPU"
   "nccl_torchrun|3|90|gpu|dist train resnet18 under the machine's torchrun (agent store, NCCL)"
@@ -192,7 +192,10 @@ run_ops_copy() {
   bench_json ops_copy --devices "$op_devices" --suites op --op-set all --ops copy,model_to --benchmark_repetitions=3 \
     --benchmark_filter='kind:(h2d|d2h)(_pinned)?/mib:64/|model_to'
 }
-run_ops_cold() { bench_json ops_cold --devices "$op_devices" --suites op --op-set core --ops matmul,conv2d,add --cold --benchmark_repetitions=3; }
+run_ops_cold() {
+  bench_json ops_hot --devices "$op_devices" --suites op --op-set core --ops matmul,conv2d,add --benchmark_repetitions=3 &&
+    bench_json ops_cold --devices "$op_devices" --suites op --op-set core --ops matmul,conv2d,add --cold --benchmark_repetitions=3
+}
 run_ops_conv() { bench_json ops_conv --devices "$op_devices" --suites op --op-set all --ops conv2d --benchmark_min_time=0.1; }
 run_nccl_allreduce() { "$root/scripts/launch.sh" "$gpus" "$tp" dist allreduce --device cuda --out "$out/nccl_allreduce.json"; }
 run_nccl_train() {

@@ -3,7 +3,9 @@
 # and every GPU (full training steps for net and resnet18, the data pipeline, the core op set)
 # and turn the results into a report. Everything lands in reports/latest/:
 #   results.json (Google Benchmark JSON, all repetitions), results.csv, report.md, *.svg, devices.*
-# Usage: scripts/run.sh [--full] [torchprobe-bench flags, e.g. --devices cuda:0 --models net]
+# Usage: scripts/run.sh [--full] [torchprobe-bench flags, e.g. --devices cuda:0 --models net --batch-sizes 4]
+#   (the caller's flags win: a suite default also given is left out; --threads and --benchmark_repetitions
+#   replace TORCHPROBE_THREADS and TORCHPROBE_REPETITIONS)
 #   --full                 the full sweep: batch sizes 4,64,256, every training variant, every op shape and dtype, 5 repetitions
 #   TORCHPROBE_THREADS     LibTorch intra-op threads for the CPU (default: all cores, $(nproc))
 #   TORCHPROBE_REPETITIONS Google Benchmark repetitions (default 3 quick, 5 full)
@@ -12,6 +14,7 @@
 #   TORCHPROBE_OUT         output directory (default reports/latest)
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
+source "$(dirname "$0")/suite_args.sh"
 
 full=0
 args=()
@@ -30,6 +33,7 @@ fi
 torchprobe_setup "$flavour"
 
 threads="${TORCHPROBE_THREADS:-$(nproc)}"
+given --threads && threads="$(value --threads)"  # the caller's, for the inventory and OpenMP too
 export OMP_NUM_THREADS="$threads"
 out_dir="${TORCHPROBE_OUT:-$TORCHPROBE_ROOT/reports/latest}"
 mkdir -p "$out_dir"
@@ -48,22 +52,21 @@ fi
 echo
 
 if [[ $full == 1 ]]; then
-  suite=(--batch-sizes 4,64,256 --variants full --op-set all)
+  defaults=(--batch-sizes 4,64,256 --variants full --op-set all)
   repetitions="${TORCHPROBE_REPETITIONS:-5}"
   label="full sweep"
 else
   # Quick: a launch-bound and a typical batch, one shape per op, short timing windows.
-  suite=(--batch-sizes 4,64 --op-set core --benchmark_min_time=0.2)
+  defaults=(--batch-sizes 4,64 --op-set core --benchmark_min_time=0.2)
   repetitions="${TORCHPROBE_REPETITIONS:-3}"
   label="quick suite"
 fi
-# Later flags win, so the caller's arguments override the suite's defaults.
+merge_suite_args
 tp_log "$label: $repetitions repetitions, $threads threads; results in $out_dir"
 start=$(date +%s)
 rc=0
-"$TORCHPROBE_BUILD_DIR/bench/torchprobe-bench" --threads "$threads" "${suite[@]}" \
-  --benchmark_repetitions="$repetitions" --benchmark_display_aggregates_only=true \
-  --benchmark_out="$out_dir/results.json.partial" --benchmark_out_format=json "${args[@]}" > "$out_dir/console.txt" || rc=$?
+"$TORCHPROBE_BUILD_DIR/bench/torchprobe-bench" "${suite[@]}" --benchmark_display_aggregates_only=true \
+  --benchmark_out="$out_dir/results.json.partial" --benchmark_out_format=json "${rest[@]+"${rest[@]}"}" > "$out_dir/console.txt" || rc=$?
 elapsed=$(( $(date +%s) - start ))
 if [[ ! -s "$out_dir/results.json.partial" ]]; then
   tp_log "error: torchprobe-bench wrote no results (exit $rc); its output: $out_dir/console.txt"

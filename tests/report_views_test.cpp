@@ -44,8 +44,8 @@ TEST(ReportViews, WarningsNameNoisyAndFailedBenchmarks) {
 }
 
 // The CPU's bf16 roof appears in the Roofs table from the training steps that used it (the CPU's ops run in
-// fp32 only), with its parts: the best GEMM/conv and cores x MHz x FLOP/cycle; a GPU's training roofs do not
-// add rows (its fp32 steps use TF32's roof, which its ops list).
+// fp32 only), with its parts: the best GEMM/conv and cores x MHz x FLOP/cycle; a GPU's fp32 training steps add
+// its TF32 roof (their MFU's denominator: a report of training steps alone said "see Roofs" and had none).
 TEST(ReportRoofs, TheCpuBf16RoofComesFromItsTrainingStepsWithItsParts) {
   const std::string json = R"({"benchmarks": [
     {"name": "train_step/resnet18/cpu/batch:64/dtype:bf16/layout:cl/manual_time", "run_type": "iteration",
@@ -55,7 +55,10 @@ TEST(ReportRoofs, TheCpuBf16RoofComesFromItsTrainingStepsWithItsParts) {
     {"name": "train_step/resnet18/cuda:0/batch:64/dtype:fp32/layout:nchw/cudnn:off/graph:off/manual_time",
      "run_type": "iteration", "real_time": 5, "time_unit": "ms", "images_per_s": 12800, "peak_tflop_per_s": 400}]})";
   const auto rows = report::peak_rows(report::parse_results(json, "bf16.json"));
-  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].device_label, "cuda:0");
+  EXPECT_EQ(rows[1].what, "tf32");
+  EXPECT_DOUBLE_EQ(rows[1].measured, 400000.0);
   EXPECT_EQ(rows[0].device_label, "cpu");
   EXPECT_EQ(rows[0].what, "bf16");
   EXPECT_DOUBLE_EQ(rows[0].measured, 371.0);

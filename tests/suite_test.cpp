@@ -87,6 +87,15 @@ TEST(Suite, RegistersWhatItPlansWithGoogleBenchmark) {
   EXPECT_THROW_WITH(bench::register_suites(options, [ds] { return ds; }, "synthetic"), InputError, "unknown op 'gemm'");
 }
 
+// The progress line: what is left, the time so far, and from the second benchmark on the time to go at the finished
+// ones' average (this one and those left): 3 finished in 42 s, 14 s each; 8 left and this one: 9 x 14 s = 2:06.
+TEST(Progress, TheLineSaysWhatIsLeftAndEstimatesTheTimeToGo) {
+  EXPECT_EQ(bench::progress_text(1, 12, "a", 0.2), "[1/12] a (11 left, 0:00 so far)");
+  EXPECT_EQ(bench::progress_text(4, 12, "b", 42.0), "[4/12] b (8 left, 0:42 so far, ~2:06 to go)");
+  EXPECT_EQ(bench::progress_text(12, 12, "c", 110.0), "[12/12] c (0 left, 1:50 so far, ~0:10 to go)");
+  EXPECT_EQ(bench::progress_text(3, 0, "d", 5.0), "[3] d");
+}
+
 TEST(Suite, ProgressCountsWhatTheFilterSelects) {
   const std::vector<std::string> names = {"train_step/net/cpu/batch:4", "train_step/resnet18/cpu/batch:4",
                                           "op/add/cpu/input:64x64x32x32/dtype:fp32"};

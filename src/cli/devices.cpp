@@ -17,7 +17,8 @@ std::vector<Command> add_devices_command(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("devices", std::string(measuring_description("devices")));
   cmd->add_flag("--json", flags->json, "Print the inventory as JSON");
-  cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads to set and report (default: LibTorch's own)")
+  cmd->add_option("--threads", flags->threads,
+                  std::string("LibTorch intra-op threads to set and report (") + kDefaultThreadsHelp + ")")
       ->check(in_range(1, kMaxThreads));
   return {{cmd, [flags] {
              configure_threads(flags->threads);

@@ -36,7 +36,9 @@ Command add_device(CLI::App& diagnose) {
   };
   auto flags = std::make_shared<Flags>();
   auto* cmd = diagnose.add_subcommand("device", "The device-mismatch catalogue (GPU scenarios skip without GPUs)");
-  cmd->add_option("--scenario", flags->scenario, "A scenario name or all")->capture_default_str();
+  std::string names;
+  for (const auto& name : dx::scenario_names()) names += (names.empty() ? "" : ", ") + name;
+  cmd->add_option("--scenario", flags->scenario, "A scenario name or all: " + names)->capture_default_str();
   cmd->add_option("--device", flags->device, "The CUDA device for GPU scenarios (default cuda:0)");
   cmd->add_flag("--json", flags->json, "Print the results as JSON");
   return {cmd, [flags] {

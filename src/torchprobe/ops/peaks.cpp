@@ -181,6 +181,11 @@ Peak measured_peak(const torch::Device& device, DType dtype) {
       // not a peak: measure it
     }
   }
+  if (g_peak_log) {  // seconds of silence otherwise (tens where a first cuDNN convolution loads its kernels)
+    g_peak_log(
+        fmt::format("measuring the roofs of {} {}: a large GEMM, a convolution and a STREAM triad, >= {:g} s each",
+                    device_string(device), dtype_name(dtype), kPeakSeconds));
+  }
   const Peak peak = measure_peak(device, dtype);
   cache[key] = peak;
   if (g_peak_log) {

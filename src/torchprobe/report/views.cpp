@@ -135,11 +135,12 @@ std::vector<PeakRow> peak_rows(const ResultSet& results) {
   for (const auto& r : results.results) {
     if (r.suite == "op" && !r.failed()) add(r, "memory", r.counter("peak_gb_per_s"));
   }
-  // A GPU's training roofs are its op dtypes' (fp32 steps use TF32's), already listed where ops ran.
+  // The training steps' roofs (each MFU's denominator), where no op of that precision listed it already: on a GPU
+  // an fp32 step's convolutions run in TF32, so its roof is TF32's.
   for (const auto& r : results.results) {
-    if (r.suite == "train_step" && !r.failed() && r.device.rfind("cpu", 0) == 0 && !r.dtype.empty()) {
-      add(r, r.dtype, r.counter("peak_tflop_per_s") * 1e3);
-    }
+    if (r.suite != "train_step" || r.failed() || r.dtype.empty()) continue;
+    const bool gpu = r.device.rfind("cuda", 0) == 0;
+    add(r, gpu && r.dtype == "fp32" ? "tf32" : r.dtype, r.counter("peak_tflop_per_s") * 1e3);
   }
   return rows;
 }

@@ -9,6 +9,9 @@ per-round ratios (speedup = Python / C++). Raw per-round figures go to the JSON 
 
     python3 bench/python/compare_cpp_python.py --bench build/bench/torchprobe-bench --threads 2 \
         --out reports/latest/cpp_vs_python.json
+
+Needs Debian's python3-torch (apt-get install python3-torch), the Python side of the LibTorch 1.13 that the
+debian flavour builds against; nothing else installs it.
 """
 import argparse
 import json

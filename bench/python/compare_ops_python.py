@@ -10,6 +10,8 @@ target is agreement within +-5% for ops of 50 us or more.
 
     OMP_NUM_THREADS=2 python3 bench/python/compare_ops_python.py --bench build/bench/torchprobe-bench \
         --threads 2 --out reports/latest/ops_vs_python.json
+
+Needs Debian's python3-torch (apt-get install python3-torch); nothing else installs it.
 """
 import argparse
 import json

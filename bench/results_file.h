@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -115,7 +116,19 @@ class RunReporter : public Base {
     const bool repetitions = std::any_of(runs.begin(), runs.end(), [](const auto& r) {
       return r.run_type == Base::Run::RT_Iteration && r.repetitions > 1;
     });
-    if (!(display_aggregates_only && repetitions)) Base::ReportRuns(runs);
+    if (!(display_aggregates_only && repetitions)) {
+      if (shown_counters.empty()) {
+        Base::ReportRuns(runs);
+      } else {  // the display keeps the headline counters; the file, below, keeps them all
+        std::vector<typename Base::Run> shown = runs;
+        for (auto& run : shown) {
+          for (auto it = run.counters.begin(); it != run.counters.end();) {
+            it = shown_counters.count(it->first) != 0 ? std::next(it) : run.counters.erase(it);
+          }
+        }
+        Base::ReportRuns(shown);
+      }
+    }
     if (!write_error.empty()) return;
     try {
       file_.add(runs);
@@ -127,6 +140,9 @@ class RunReporter : public Base {
 
   std::function<void()> before_runs = [] {};
   bool display_aggregates_only = false;  ///< --benchmark_display_aggregates_only: the display shows aggregates only
+  /// The counters the display shows (all when empty). Google Benchmark's console table gives every counter a
+  /// column: a training step's ~30 (roofs, phases) made it 250+ characters wide.
+  std::set<std::string> shown_counters;
   int failed = 0;            ///< benchmarks with a failed run
   std::string write_error;   ///< the results file could not be written: the run stopped
 

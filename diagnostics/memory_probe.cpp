@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "torchprobe/report/memory_chart.h"
 #include "torchprobe/units.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/elapsed.h"
@@ -394,8 +395,10 @@ std::string probe_text(const ProbeReport& r) {
           "{} per sample for activations and the batch (fit over {} batch sizes, R^2 {:.4f})\n",
           b(static_cast<double>(bd.parameters)), b(static_cast<double>(bd.gradients)), b(static_cast<double>(bd.optimizer_state)),
           b(bd.fixed_other()), b(bd.per_sample()), bd.fit.points, bd.fit.r2);
-      out += fmt::format("so batch {} needs about {}; this device has {} for it -> about {} fit by the fit\n", r.oom_batch,
-                         b(bd.fit.at(static_cast<double>(r.oom_batch))), b(capacity), bd.batch_for(capacity));
+      out += fmt::format("so batch {} needs about {}; {} {} -> about {} fit by the fit\n", r.oom_batch,
+                         b(bd.fit.at(static_cast<double>(r.oom_batch))),
+                         gpu ? "this device has" : "the address-space budget (--cpu-limit) is", b(capacity),
+                         bd.batch_for(capacity));
     }
   }
   const auto& s = r.search;
@@ -415,9 +418,11 @@ std::string probe_text(const ProbeReport& r) {
   if (r.recovered()) {
     std::string losses;
     for (const double loss : r.recovery_losses) losses += fmt::format("{}{:.3f}", losses.empty() ? "" : ", ", loss);
-    out += fmt::format("recovery: the same process trained {} more steps at batch {} after the error (losses {}): "
-                       "nothing lost, no restart\n",
-                       r.recovery_losses.size(), r.recovery_batch, losses);
+    out += fmt::format(
+        "recovery: the same process trained {} more steps at batch {}{} (losses {}): "
+        "nothing lost, no restart\n",
+        r.recovery_losses.size(), r.recovery_batch,
+        r.oom_reproduced ? " after the error" : " (no error to recover from)", losses);
     if (r.recovery_batch != s.largest) {
       out += fmt::format("  (batch {} ran during the search but failed on the second run: memory use is not exactly "
                          "reproducible, e.g. caches and JIT code for new shapes; so it stepped down)\n",
@@ -434,6 +439,24 @@ std::string probe_text(const ProbeReport& r) {
   out += "memory summary after the recovery steps:\n" + memory_summary_table(r.after);
   out += fmt::format("({:.1f} s)\n", r.seconds);
   return out;
+}
+
+std::string probe_chart(const ProbeReport& r) {
+  report::MemoryChartInput in;
+  in.model = r.model;
+  in.device = r.device;
+  in.device_name = r.device_name;
+  in.gpu = r.device.rfind("cuda", 0) == 0;
+  in.capacity_bytes = r.capacity_bytes;
+  for (const Trial& t : r.search.trials) in.trials.push_back({t.batch, t.fits, t.peak_bytes});
+  if (r.breakdown.fit.points >= 2) {
+    in.fit_intercept = r.breakdown.fit.intercept;
+    in.fit_slope = r.breakdown.fit.slope;
+    in.fit_points = r.breakdown.fit.points;
+  }
+  in.largest = r.search.largest;
+  in.smallest_failing = r.search.smallest_failing;
+  return report::memory_chart(in);
 }
 
 }  // namespace torchprobe::diagnostics

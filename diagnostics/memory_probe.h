@@ -71,6 +71,8 @@ ProbeReport probe_from_json(const std::string& text);
 /// The human report: the error as caught, the explanation with numbers and the breakdown, the
 /// search, the recovery and the memory_summary-style table.
 std::string probe_text(const ProbeReport& report);
+/// The probe's chart (report/memory_chart.h): peak memory vs batch, the fit, the budget, the largest batch.
+std::string probe_chart(const ProbeReport& report);
 /// allocated / reserved / active, current and peak (the CPU has only allocated).
 std::string memory_summary_table(const backend::AllocatorStats& stats);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -17,10 +18,15 @@
 #include "torchprobe/history/dashboard.h"
 #include "torchprobe/history/store.h"
 #include "torchprobe/io.h"
+#include "torchprobe/report/compare.h"
+#include "torchprobe/report/memory_chart.h"
+#include "torchprobe/report/printers.h"
+#include "torchprobe/report/results.h"
 #include "torchprobe/subprocess.h"
 
 namespace history = torchprobe::history;
 namespace docs = torchprobe::history_docs;
+namespace report = torchprobe::report;
 using nlohmann::json;
 
 namespace {
@@ -246,4 +252,116 @@ TEST_F(HistoryBrowser, ConsoleErrorsAreSeen) {
   const Page page = open_page("file://" + dir_->file("bad.html"));
   ASSERT_FALSE(page.console.empty());
   EXPECT_NE(page.console.front().find("undefined_function"), std::string::npos) << page.console.front();
+}
+
+// ---- The report's pictures (issue 37) in the same browser: every chart the report, compare and diagnose memory
+// write, inlined in one page whose script measures each text as rendered (rotated axis titles included).
+
+namespace {
+
+const std::string kReportFixtures = TORCHPROBE_REPORT_FIXTURE_DIR;
+const std::string kCompareFixtures = TORCHPROBE_COMPARE_FIXTURE_DIR;
+
+const char* const kChartCheck = R"(<script>
+(function () {
+  var out = {charts: 0, texts: 0, labels: 0, clipped: [], overlaps: [], empty: []};
+  Array.prototype.forEach.call(document.querySelectorAll('svg'), function (svg) {
+    out.charts++;
+    var box = svg.getBoundingClientRect(), labels = [];
+    if (box.width < 50 || box.height < 50) out.empty.push(svg.id);
+    Array.prototype.forEach.call(svg.querySelectorAll('text'), function (t) {
+      var b = t.getBoundingClientRect();
+      out.texts++;
+      if (b.left < box.left - 0.5 || b.top < box.top - 0.5 || b.right > box.right + 0.5 || b.bottom > box.bottom + 0.5) {
+        out.clipped.push({chart: svg.id, text: t.textContent, left: b.left - box.left, right: b.right - box.left,
+                          top: b.top - box.top, bottom: b.bottom - box.top, width: box.width, height: box.height});
+      }
+      if (t.getAttribute('class') === 'label') labels.push({text: t.textContent, b: b});
+    });
+    out.labels += labels.length;
+    for (var i = 0; i < labels.length; i++) {
+      for (var j = i + 1; j < labels.length; j++) {
+        var a = labels[i].b, c = labels[j].b;
+        if (a.left < c.right - 0.5 && c.left < a.right - 0.5 && a.top < c.bottom - 0.5 && c.top < a.bottom - 0.5) {
+          out.overlaps.push({chart: svg.id, a: labels[i].text, b: labels[j].text});
+        }
+      }
+    }
+  });
+  document.getElementById('selftest').textContent = JSON.stringify(out);
+})();
+</script>)";
+
+// The chart without its XML declaration, with an id, for inlining in HTML.
+std::string inline_svg(const std::string& id, const std::string& svg) {
+  std::string body = svg.substr(svg.find("<svg"));
+  return "<div>" + body.replace(0, 4, "<svg id=\"" + id + "\"") + "</div>\n";
+}
+
+}  // namespace
+
+TEST(ReportChartsInABrowser, EveryTextStaysInsideItsChartAndNoPointLabelCoversAnother) {
+  require_chromium();
+  std::vector<std::pair<std::string, std::string>> charts;  // id, svg
+  for (const std::string fixture : {"results.json", "trust.json", "dist_scaling.json"}) {
+    for (const auto& chart : report::make_charts(report::load_results({kReportFixtures + "/" + fixture}))) {
+      charts.emplace_back(fixture + "-" + chart.file, chart.svg);
+    }
+  }
+  const report::CompareOptions options;
+  const auto compared = report::compare_results(report::load_results({kCompareFixtures + "/baseline.json"}),
+                                                report::load_results({kCompareFixtures + "/current.json"}), options);
+  charts.emplace_back("compare", report::compare_chart(compared, options));
+  report::MemoryChartInput memory;  // resnet18 on an H100 (reports/nvidia-h100), and the same on a CPU budget
+  memory.model = "resnet18";
+  memory.device = "cuda:0";
+  memory.device_name = "NVIDIA H100 80GB HBM3";
+  memory.gpu = true;
+  memory.capacity_bytes = 85'045'870'592;
+  for (std::int64_t b = 1; b <= 16384; b *= 2) memory.trials.push_back({b, true, 2'900'000'000 + 4'520'000 * b});
+  memory.trials.push_back({32768, false, 0});
+  memory.trials.push_back({17333, true, 2'900'000'000 + 4'520'000LL * 17333});
+  memory.fit_intercept = 2.9e9, memory.fit_slope = 4.52e6, memory.fit_points = 16;
+  memory.largest = 17333, memory.smallest_failing = 17679;
+  charts.emplace_back("memory-gpu", report::memory_chart(memory));
+  memory.gpu = false, memory.device = "cpu", memory.device_name = "AMD EPYC 9B14", memory.capacity_bytes = 2LL << 30;
+  charts.emplace_back("memory-cpu", report::memory_chart(memory));
+
+  TempDir dir("torchprobe-charts");
+  std::string page = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>\n";
+  for (const auto& [id, svg] : charts) page += inline_svg(id, svg);
+  page += "<pre id=\"selftest\" hidden></pre>\n" + std::string(kChartCheck) + "</body></html>\n";
+  torchprobe::io::write_text_file(dir.file("charts.html"), page);
+  const Page loaded = open_page("file://" + dir.file("charts.html"));
+  ASSERT_EQ(loaded.status, 0) << torchprobe::subprocess::describe_status(loaded.status);
+  const json result = selftest_of(loaded);
+  ASSERT_TRUE(result.is_object()) << "the page's check wrote nothing:\n" << loaded.dom.substr(0, 2000);
+  std::vector<std::string> ids;
+  for (const auto& chart : charts) ids.push_back(chart.first);
+  for (const std::string expected : {"results.json-phases.svg", "results.json-roofline_cuda_0.svg",
+                                     "trust.json-roofline_cpu.svg", "dist_scaling.json-scaling.svg",
+                                     "dist_scaling.json-allreduce_busbw.svg", "compare", "memory-gpu", "memory-cpu"}) {
+    EXPECT_NE(std::find(ids.begin(), ids.end(), expected), ids.end()) << expected;
+  }
+  EXPECT_EQ(result["charts"], charts.size());
+  EXPECT_TRUE(result["empty"].empty()) << result["empty"].dump();
+  EXPECT_TRUE(result["clipped"].empty()) << "text outside its chart: " << result["clipped"].dump(1);
+  EXPECT_TRUE(result["overlaps"].empty()) << "point labels over each other: " << result["overlaps"].dump(1);
+  EXPECT_GE(result["texts"].get<int>(), 200);
+  EXPECT_GE(result["labels"].get<int>(), 10);
+  EXPECT_TRUE(loaded.console.empty()) << "console: " << loaded.console.front();
+
+  // The check is not vacuous: a text past a chart's right edge and two labels on one spot are reported.
+  const std::string canary =
+      R"(<svg id="canary" xmlns="http://www.w3.org/2000/svg" width="100" height="100" viewBox="0 0 100 100">)"
+      R"(<text x="90" y="20">past the edge</text><text class="label" x="10" y="60">one</text>)"
+      R"(<text class="label" x="12" y="61">two</text></svg>)";
+  torchprobe::io::write_text_file(
+      dir.file("canary.html"),
+      "<!DOCTYPE html><html><body>" + canary + "<pre id=\"selftest\" hidden></pre>" + kChartCheck + "</body></html>");
+  const json bad = selftest_of(open_page("file://" + dir.file("canary.html")));
+  ASSERT_TRUE(bad.is_object());
+  ASSERT_EQ(bad["clipped"].size(), 1u) << bad.dump(1);
+  EXPECT_EQ(bad["clipped"][0]["text"], "past the edge");
+  EXPECT_EQ(bad["overlaps"].size(), 1u) << bad.dump(1);
 }

@@ -9,6 +9,7 @@
 #include "torchprobe/history/dashboard.h"
 #include "torchprobe/history/store.h"
 #include "torchprobe/input_error.h"
+#include "torchprobe/report/results.h"
 
 using torchprobe::InputError;
 
@@ -35,9 +36,36 @@ TEST(HistoryDashboard, OneChartPerSeriesChangePointsMarkedNothingFromTheNetwork)
   // Every URL is an XML namespace: no CDN, no fetch.
   EXPECT_EQ(count("http://"), count("http://www.w3.org/2000/svg"));
   EXPECT_EQ(count("https://"), 0u);
-  // Cost per epoch: epoch_s 5.75 * 0.78 s at 0.36 USD/h; per million images: 1e6 / (64000 / 5.75) s.
-  EXPECT_NE(html.find(fmt::format("<td class=\"num\">{:.4g}</td>", 5.75 * 0.78 / 3600 * 0.36)), std::string::npos);
-  EXPECT_NE(html.find(fmt::format("<td class=\"num\">{:.4g}</td>", 1e6 / (64000 / 5.75) / 3600 * 0.36)),
+  // Cost per epoch: epoch_s 5.75 * 0.78 s at 0.36 USD/h = 0.0004485 USD; per million images: 1e6 / (64000 / 5.75) s
+  // = 0.008984 USD. In plain decimals, 3 significant digits: never 4.485e-04.
+  EXPECT_TRUE(std::regex_search(html, std::regex(R"(<td class="num">0\.00044[89]</td>)"))) << "cost per epoch";
+  EXPECT_NE(html.find("<td class=\"num\">0.00898</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">0.36</td>"), std::string::npos);  // USD/hour as given
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"(>[0-9.]+e[-+][0-9]+<)"))) << "a number in scientific notation";
+}
+
+// The dashboard says what the report would warn about the latest figures, names as code, text from the files inert.
+TEST(HistoryDashboard, TheLatestRunsWarningsAreShown) {
+  const auto latest = torchprobe::report::parse_results(
+      R"({"benchmarks": [{"name": "train_step/net/cpu/batch:64", "real_time": 10, "time_unit": "ms", "images_per_s": 6400},
+                         {"name": "train_step/resnet18/cpu/batch:64", "error_occurred": true,
+                          "error_message": "out of <memory> | `x` \\"}]})",
+      "latest.json");
+  const std::string html = history::dashboard_html({}, latest, {});
+  EXPECT_NE(html.find("<details class=\"warnings\" open><summary>1 warning about these figures</summary>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<li><code>train_step/resnet18/cpu/batch:64/dtype:fp32/layout:nchw</code> did not run: out of "
+                      "&lt;memory&gt; | `x` \\</li>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(history::dashboard_html({},
+                                    torchprobe::report::parse_results(
+                                        R"({"benchmarks": [{"name": "train_step/net/cpu/batch:64", "real_time": 10,
+                                                "time_unit": "ms", "images_per_s": 6400}]})",
+                                        "quiet.json"),
+                                    {})
+                .find("class=\"warnings\""),
             std::string::npos);
 }
 

@@ -204,6 +204,9 @@ add_test(NAME cli.bench_run COMMAND ${CMAKE_COMMAND} -DEXPECT_RC=1 -DSHOW_FILE=$
   --benchmark_min_time=0.05 --benchmark_out=${CMAKE_CURRENT_BINARY_DIR}/bench_run.json --benchmark_out_format=json)
 set_tests_properties(cli.bench_run PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
   "rc=1.*\"torchprobe_run\": \"complete \\(2 of 2 benchmarks\\)\".*\"name\": \"train_step/net/cpu/batch:8/dtype:fp32/layout:nchw/manual_time\".*\"epoch_s\": [0-9.e+-]+.*\"forward_ms\": [0-9.e+-]+.*\"images_per_s\": [0-9.e+]+.*\"mfu_pct\": [0-9.e+-]+.*\"model_gflop_per_step\": 3\\.1282.*\"model_tflop_per_s\".*\"peak_mem_mib\".*\"peak_tflop_per_s\".*\"threads\": 2\\.0+e\\+00.*\"label\": \"synthetic data.*\"name\": \"train_step/resnet18/cpu/batch:8/dtype:fp32/layout:nchw/manual_time\".*\"error_message\": \"injected fault \\(TORCHPROBE_TEST_FAULT=resnet18/:throw\\)\"")
+# The console table shows the headline counters (a column each), not the ~30 the file keeps: in the file every name is
+# quoted, on the console a roof or phase counter would stand unquoted in the table's header.
+set_tests_properties(cli.bench_run PROPERTIES FAIL_REGULAR_EXPRESSION "[^\"](roof_[a-z_]+|forward_ms|model_gflop_per_step)[^\"]")
 
 # --trace: one Chrome trace per training benchmark (one file for two repetitions), beside the results; refused with
 # the other user of LibTorch's profiler and where the directory cannot be made.

@@ -45,6 +45,16 @@ int floor_log2(std::int64_t v) {
 
 }  // namespace
 
+namespace {
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
 TEST(MaxBatchSearch, ExactWithZeroToleranceInTheDocumentedTrials) {
   dx::SearchOptions options;
   options.tolerance = 0;
@@ -351,6 +361,43 @@ TEST(MemoryProbe, AChildEndedByOpenBlasIsAnOutOfMemoryAtThatBatchAndTheSearchGoe
   EXPECT_NE(text.find("allocator that failed: OpenBLAS (gemm_driver)"), std::string::npos) << text;
   EXPECT_NE(text.find("4(OOM in OpenBLAS (gemm_driver))"), std::string::npos) << text;
   EXPECT_NE(text.find("ended 1 time(s) by a library"), std::string::npos) << text;
+}
+
+// The text says what the numbers are: a CPU's limit is its --cpu-limit budget, not "this device has"; a search that
+// never ran out of memory has no error to recover from. The chart draws the same probe.
+TEST(MemoryProbe, TheTextNamesACpuBudgetAndARecoveryWithoutAnError) {
+  dx::ProbeReport r;
+  r.model = "net";
+  r.device = "cpu";
+  r.device_name = "CPU";
+  r.capacity_bytes = 512LL << 20;
+  r.oom_reproduced = true;
+  r.oom_batch = 4096;
+  r.oom_message = "DefaultCPUAllocator: can't allocate memory";
+  r.breakdown.fit = {1.0e6, 1.2e5, 1.0, 3};
+  r.search.largest = 4000;
+  r.search.smallest_failing = 4096;
+  r.search.trials = {{1024, true, 130'000'000, 0.1, "", ""},
+                     {2048, true, 250'000'000, 0.1, "", ""},
+                     {4096, false, 0, 0.1, "DefaultCPUAllocator: can't allocate memory", "LibTorch's CPU allocator"},
+                     {4000, true, 490'000'000, 0.1, "", ""}};
+  r.recovery_batch = 4000;
+  r.recovery_losses = {2.3, 2.2};
+  std::string text = dx::probe_text(r);
+  EXPECT_NE(text.find("; the address-space budget (--cpu-limit) is 512.0 MiB -> about"), std::string::npos) << text;
+  EXPECT_EQ(text.find("this device has"), std::string::npos) << text;
+  EXPECT_NE(text.find("at batch 4000 after the error"), std::string::npos) << text;
+  const std::string svg = dx::probe_chart(r);
+  EXPECT_EQ(count_of(svg, "<circle class=\"point\""), 3u) << svg;
+  EXPECT_EQ(count_of(svg, "<path class=\"point\""), 1u);
+  EXPECT_NE(svg.find("address-space budget (--cpu-limit): 512.0 MiB"), std::string::npos) << svg;
+  r.oom_reproduced = false;
+  r.search.smallest_failing = 0;
+  r.search.trials.erase(r.search.trials.begin() + 2);
+  text = dx::probe_text(r);
+  EXPECT_NE(text.find("not reproduced"), std::string::npos) << text;
+  EXPECT_NE(text.find("at batch 4000 (no error to recover from)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("after the error"), std::string::npos) << text;
 }
 
 TEST(MemoryProbe, AChildEndedByANonMemoryLibraryErrorFailsWithWhatItSaid) {

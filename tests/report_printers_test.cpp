@@ -171,7 +171,8 @@ TEST(ReportLarge, MoreThan64DevicesAreListedNotSetSideBySide) {
   for (const size_t devices : {size_t{63}, size_t{64}}) {
     const auto set = cpu_and_gpus(devices);
     const auto charts = report::make_charts(set);
-    ASSERT_EQ(charts.size(), 2u);
+    ASSERT_GE(charts.size(), 2u);
+    expect_the_two_charts(charts);
     EXPECT_EQ(count(charts[0].svg, R"(class="bar")"), 2 * (devices - 1));
     EXPECT_EQ(count(charts[1].svg, R"(class="bar")"), devices - 1);
     const std::string md = report::to_markdown(set, charts, report::ReportOptions{});

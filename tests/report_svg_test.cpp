@@ -9,14 +9,29 @@
 #include <vector>
 
 #include "report_test_util.h"
+#include "torchprobe/report/compare.h"
+#include "torchprobe/report/memory_chart.h"
+#include "torchprobe/report/plot.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/results.h"
 #include "torchprobe/report/svg_util.h"
+#include "torchprobe/report/views.h"
+
+namespace {
+
+std::vector<std::string> files_of(const std::vector<report::Chart>& charts) {
+  std::vector<std::string> files;
+  for (const auto& chart : charts) files.push_back(chart.file);
+  return files;
+}
+
+}  // namespace
 
 TEST(ReportSvg, WellFormedWithOneBarPerDevicePerConfiguration) {
   const auto charts = report::make_charts(fixture());
   expect_the_two_charts(charts);
-  ASSERT_EQ(charts.size(), 2u);
+  ASSERT_EQ(files_of(charts),
+            (std::vector<std::string>{"images_per_s.svg", "speedup_vs_cpu.svg", "phases.svg", "roofline_cuda_0.svg"}));
   const std::string& rate = charts[0].svg;
   EXPECT_EQ(count(rate, R"(class="bar" data-device="cpu" data-group="net batch:64")"), 1u);
   EXPECT_EQ(count(rate, R"(class="bar" data-device="cuda:0" data-group="net batch:64")"), 1u);
@@ -71,9 +86,7 @@ TEST(ReportSvg, NoSpeedupChartWithoutAnotherDevice) {
     if (r.device == "cpu") cpu_only.push_back(r);
   }
   set.results = cpu_only;
-  const auto charts = report::make_charts(set);
-  ASSERT_EQ(charts.size(), 1u);
-  EXPECT_EQ(charts[0].file, "images_per_s.svg");
+  EXPECT_EQ(files_of(report::make_charts(set)), (std::vector<std::string>{"images_per_s.svg", "phases.svg"}));
 }
 
 // ---- Hostile results files (found by fuzz_results; the seeds are in tests/fuzz/corpus/results) ----
@@ -144,5 +157,211 @@ TEST(ReportSvg, ValuesOutOfTheChartsRangeAreNotedNotDrawn) {
     const std::string svg = rate_chart({exact(noted)});
     EXPECT_EQ(count(svg, R"(class="bar")"), 0u) << exact(noted) << "\n" << svg;
     EXPECT_EQ(count(svg, "outside the charted range"), 1u) << svg;
+  }
+}
+
+// ---- The pictures beyond the bar charts (issue 37): each from real-shaped results, checked for what it must show.
+// Their rendering (every text inside the canvas, no point label over another) is checked in a browser:
+// history_browser_test's ReportChartsInABrowser.
+
+namespace {
+
+const report::Chart& chart_named(const std::vector<report::Chart>& charts, const std::string& file) {
+  for (const auto& chart : charts) {
+    if (chart.file == file) return chart;
+  }
+  ADD_FAILURE() << "no chart " << file;
+  static const report::Chart none;
+  return none;
+}
+
+}  // namespace
+
+// Each training step's phases end to end in one bar, in the order they run, with the sum at its end.
+TEST(ReportSvg, PhasesStackInOneBarPerStepWithTheirSumAtItsEnd) {
+  const auto charts = report::make_charts(fixture());
+  const report::Chart& phases = chart_named(charts, "phases.svg");
+  EXPECT_EQ(phases.section, "phases");
+  EXPECT_EQ(count(phases.svg, R"(class="segment")"), 10u);  // 5 phases x (cpu, cuda:0); resnet18 failed
+  EXPECT_EQ(count(phases.svg, R"(class="segment" data-segment="forward" data-group="net batch:64 on cpu")"), 1u);
+  EXPECT_NE(phases.svg.find(">9.35 ms<"), std::string::npos);  // 0.1 + 3 + 0.05 + 6 + 0.2
+  EXPECT_NE(phases.svg.find(">1.25 ms<"), std::string::npos);
+  // Segments follow each other: backward starts where loss ends.
+  const std::regex segment(
+      R"re(data-segment="(\w+)" data-group="net batch:64 on cpu" x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)")re");
+  std::vector<std::pair<double, double>> spans;
+  for (auto it = std::sregex_iterator(phases.svg.begin(), phases.svg.end(), segment); it != std::sregex_iterator();
+       ++it) {
+    spans.emplace_back(std::stod((*it)[2].str()), std::stod((*it)[3].str()));
+  }
+  ASSERT_EQ(spans.size(), 5u);
+  for (size_t i = 1; i < spans.size(); ++i)
+    EXPECT_NEAR(spans[i].first, spans[i - 1].first + spans[i - 1].second, 0.6) << i;
+}
+
+// The roofline: log-log, the measured roofs as one line per dtype bending at the ridge (peak / bandwidth), each op
+// that computes a point named by its op, copies left to the table and said so.
+TEST(ReportSvg, RooflineDrawsTheMeasuredRoofsAndEachOpAsANamedPoint) {
+  const auto charts = report::make_charts(report::load_results({kFixtures + "/trust.json"}));
+  const report::Chart& roof = chart_named(charts, "roofline_cpu.svg");
+  EXPECT_EQ(roof.section, "ops");
+  EXPECT_EQ(count(roof.svg, R"(class="point")"), 4u);  // relu, conv2d, matmul n:512, matmul n:1024
+  for (const std::string label : {">relu<", ">conv2d<", ">matmul n:512<", ">matmul n:1024<"}) {
+    EXPECT_EQ(count(roof.svg, label), 1u) << label << "\n" << roof.svg;
+  }
+  EXPECT_NE(roof.svg.find("fp32 roof: 1000 GFLOP/s; memory 200 GB/s"), std::string::npos) << roof.svg;
+  EXPECT_NE(roof.svg.find("arithmetic intensity (FLOP/byte, log scale)"), std::string::npos);
+  // The roof's polyline: up the bandwidth slope to the ridge at 1000 / 200 = 5 FLOP/byte, then flat.
+  const std::regex polyline(R"re(<polyline points="([0-9.]+),([0-9.]+) ([0-9.]+),([0-9.]+) ([0-9.]+),([0-9.]+) ")re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(roof.svg, m, polyline)) << roof.svg;
+  EXPECT_LT(std::stod(m[2].str()), std::stod(m[4].str()) + 1e9);  // parsed
+  EXPECT_GT(std::stod(m[2].str()), std::stod(m[4].str()));        // it rises (SVG y grows down) to the ridge
+  EXPECT_EQ(m[4].str(), m[6].str());                              // and is flat after it
+  EXPECT_EQ(count(report::make_charts(fixture())[3].svg, "1 op that only moves bytes (copies) not on it"), 1u);
+}
+
+// Scaling efficiency per world size against the 100% line, a world-1 efficiency above 100% flagged (it was printed
+// as 183.9% unremarked); the all-reduce's busbw against message size.
+TEST(ReportSvg, ScalingAndBusBandwidthChartsFlagAnEfficiencyAbove100) {
+  const auto set = report::load_results({kFixtures + "/dist_scaling.json"});
+  const auto charts = report::make_charts(set);
+  const report::Chart& scaling = chart_named(charts, "scaling.svg");
+  EXPECT_EQ(count(scaling.svg, R"(class="point")"), 3u);
+  EXPECT_NE(scaling.svg.find(">183.9%<"), std::string::npos);
+  EXPECT_NE(scaling.svg.find("linear scaling (100%)"), std::string::npos);
+  EXPECT_NE(scaling.svg.find("Efficiency above 100% is not super-linear scaling"), std::string::npos);
+  const report::Chart& busbw = chart_named(charts, "allreduce_busbw.svg");
+  EXPECT_EQ(busbw.section, "other");
+  EXPECT_EQ(count(busbw.svg, R"(class="point")"), 9u);  // 1 KiB to 64 MiB, x4
+  EXPECT_NE(busbw.svg.find("message size (bytes, log scale)"), std::string::npos);
+  const std::string md = report::to_markdown(set, charts, report::ReportOptions{});
+  EXPECT_NE(md.find("| 183.9% (above 100%: see Warnings) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 80.0% |"), std::string::npos);
+  EXPECT_NE(md.find("`dist_train/net/cpu/world:1/batch:32/engine:gloo`: scaling efficiency 183.9%. Efficiency above"),
+            std::string::npos);
+  EXPECT_NE(md.find("![Scaling efficiency vs world size](scaling.svg)"), std::string::npos);
+  for (const auto& chart : charts) {
+    std::string why;
+    EXPECT_TRUE(well_formed_xml(chart.svg, why)) << chart.file << ": " << why;
+  }
+}
+
+// compare's forest plot: each benchmark's change and its 90% interval, the threshold band, what fails in red.
+TEST(ReportSvg, CompareForestPlotShowsEachChangeItsIntervalAndTheBand) {
+  const report::CompareOptions options;
+  const auto result = report::compare_results(report::load_results({kFixtures + "/compare_baseline.json"}),
+                                              report::load_results({kFixtures + "/compare_regression.json"}), options);
+  const std::string svg = report::compare_chart(result, options);
+  std::string why;
+  ASSERT_TRUE(well_formed_xml(svg, why)) << why;
+  EXPECT_EQ(count(svg, R"(class="point")"), 2u);
+  EXPECT_EQ(count(svg, R"(class="interval")"), 2u);
+  EXPECT_EQ(count(svg, R"(class="band")"), 1u);
+  EXPECT_NE(svg.find(R"(fill="#e15759">+20.0% SLOWER<)"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">+0.0% SAME<"), std::string::npos);
+  EXPECT_NE(svg.find("within the threshold (5%)"), std::string::npos);
+  for (const auto& row : result.rows) {
+    ASSERT_TRUE(std::isfinite(row.change_lo_pct)) << row.name;
+    EXPECT_LE(row.change_lo_pct, row.change_pct + 1e-9) << row.name;
+    EXPECT_GE(row.change_hi_pct, row.change_pct - 1e-9) << row.name;
+  }
+  EXPECT_NE(report::compare_markdown(result, options, "cmp.svg").find("![Change of each benchmark](cmp.svg)"),
+            std::string::npos);
+}
+
+// diagnose memory's chart, from an H100 run's resnet18 search (reports/nvidia-h100): peaks, the fit, the budget, the
+// failed trials as crosses on it, the largest batch marked.
+TEST(ReportSvg, MemoryChartShowsTrialsFitBudgetAndLargestBatch) {
+  report::MemoryChartInput in;
+  in.model = "resnet18";
+  in.device = "cuda:0";
+  in.device_name = "NVIDIA H100 80GB HBM3";
+  in.gpu = true;
+  in.capacity_bytes = 85'045'870'592;
+  const double per_image = 4.52e6, fixed = 2.9e9;
+  for (const std::int64_t b : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}) {
+    in.trials.push_back({b, true, static_cast<std::int64_t>(fixed + per_image * static_cast<double>(b))});
+  }
+  in.trials.push_back({32768, false, 0});
+  in.trials.push_back({17679, false, 0});
+  in.trials.push_back({17333, true, static_cast<std::int64_t>(fixed + per_image * 17333)});
+  in.fit_intercept = fixed, in.fit_slope = per_image, in.fit_points = 16;
+  in.largest = 17333, in.smallest_failing = 17679;
+  const std::string svg = report::memory_chart(in);
+  std::string why;
+  ASSERT_TRUE(well_formed_xml(svg, why)) << why;
+  EXPECT_EQ(count(svg, "<circle class=\"point\""), 16u);
+  EXPECT_EQ(count(svg, "<path class=\"point\""), 2u);  // the two out-of-memory trials
+  EXPECT_NE(svg.find("device memory: 79.21 GiB"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("largest batch that ran: 17333"), std::string::npos);
+  EXPECT_NE(svg.find("The smallest batch that ran out of memory: 17679."), std::string::npos);
+  in.gpu = false;
+  EXPECT_NE(report::memory_chart(in).find("address-space budget (--cpu-limit)"), std::string::npos);
+}
+
+// Point labels never overlap: one that would is left out (its point keeps its name as a tooltip) and counted.
+TEST(ReportSvg, PointLabelsThatWouldOverlapAreLeftOutAndCounted) {
+  report::XYPlot plot{"t", {"x", false, false}, {"y", false, false}, {}, {}};
+  report::PlotSeries s;
+  s.points.push_back({0.0, 0.0, "", ""});  // the corners set the axes: 0 to 10 both ways
+  s.points.push_back({10.0, 10.0, "", ""});
+  for (int i = 0; i < 8; ++i) s.points.push_back({5.0, 5.0, "the same place " + std::to_string(i), ""});
+  s.points.push_back({2.0, 8.0, "far", ""});
+  plot.series.push_back(s);
+  const std::string svg = report::xy_plot(plot);
+  EXPECT_EQ(count(svg, R"(class="label")"), 5u);  // right, left, above, below the shared point; "far"
+  EXPECT_NE(svg.find("4 point labels left out where they would overlap another"), std::string::npos) << svg;
+  EXPECT_EQ(count(svg, "<title>the same place 7</title>"), 1u);
+}
+
+// A value no axis can place (a hostile file's 1.7e308, NaN, a non-positive value on a log axis) is not drawn and is
+// counted; the rest is; no coordinate is NaN or infinite. The same for a forest plot's rows and band.
+TEST(ReportSvg, PlotsLeaveOutWhatNoAxisCanPlace) {
+  static const std::regex non_finite(R"(="-?(nan|inf))");
+  report::XYPlot plot{"t", {"x", true, false}, {"y", false, false}, {}, {}};
+  report::PlotSeries s;
+  s.line = true;
+  for (const double x : {1.0, 10.0, 1.7e308, std::nan(""), -1.0, 0.0}) s.points.push_back({x, 2.0, "p", ""});
+  s.points.push_back({100.0, -1.7e308, "q", ""});
+  plot.series.push_back(s);
+  const std::string svg = report::xy_plot(plot);
+  std::string why;
+  EXPECT_TRUE(well_formed_xml(svg, why)) << why;
+  EXPECT_FALSE(std::regex_search(svg, non_finite)) << svg;
+  EXPECT_EQ(count(svg, R"(<circle class="point")"), 2u);
+  EXPECT_NE(svg.find("5 points not drawn: outside what the axes can show"), std::string::npos) << svg;
+  const report::ForestPlot forest{
+      "f",   "change, %", -1e308,
+      1e308, "band",      {{"a", 1e300, -1e300, 1e300, "+1e300%", true}, {"b", 3.0, 1.0, 5.0, "+3.0%", false}},
+      {}};
+  const std::string rows = report::forest_plot(forest);
+  EXPECT_TRUE(well_formed_xml(rows, why)) << why;
+  EXPECT_FALSE(std::regex_search(rows, non_finite)) << rows;
+  EXPECT_EQ(count(rows, R"(class="point")"), 1u);
+  EXPECT_EQ(count(rows, R"(class="band")"), 0u);
+  EXPECT_NE(rows.find(">+1e300%<"), std::string::npos);  // its text still says it
+}
+
+// The scaling flag's boundary: 102.0% is noise, a hair above it is flagged, in the table, the warnings and the chart.
+TEST(ReportSvg, ScalingEfficiencyIsFlaggedOnlyAbove102Percent) {
+  EXPECT_FALSE(report::efficiency_above_noise(1.02));
+  EXPECT_TRUE(report::efficiency_above_noise(std::nextafter(1.02, 2.0)));
+  EXPECT_FALSE(report::efficiency_above_noise(std::nextafter(1.02, 0.0)));
+  const auto set_of = [](const std::string& efficiency) {
+    return report::parse_results(
+        R"({"benchmarks": [{"name": "dist_train/net/cpu/world:1/batch:8/engine:gloo", "real_time": 5,
+                                     "time_unit": "ms", "world_size": 1, "images_per_s": 1600, "scaling_efficiency": )" +
+            efficiency + "}]}",
+        "s.json");
+  };
+  for (const auto& [efficiency, flagged] :
+       std::vector<std::pair<std::string, bool>>{{"1.02", false}, {"1.0200001", true}}) {
+    const auto set = set_of(efficiency);
+    const std::string md = report::to_markdown(set, report::make_charts(set), report::ReportOptions{});
+    EXPECT_EQ(md.find("above 100%: see Warnings") != std::string::npos, flagged) << efficiency << "\n" << md;
+    EXPECT_EQ(report::warnings(set, 5.0).size(), flagged ? 1u : 0u) << efficiency;
+    EXPECT_EQ(chart_named(report::make_charts(set), "scaling.svg").svg.find("not super-linear") != std::string::npos,
+              flagged);
   }
 }

@@ -1,6 +1,7 @@
 // torchprobe compare BASELINE.json CURRENT.json [--threshold 5%] [--alpha 0.05] [--fail-unconfirmed]
 //                   [--md FILE] [--junit FILE] [--json FILE]
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "commands.h"
@@ -26,7 +27,9 @@ std::vector<Command> add_compare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--fail-unconfirmed", flags->fail_unconfirmed,
                 "UNCONFIRMED (slower beyond the threshold, too few repetitions to test) fails the gate too");
-  cmd->add_option("--md", flags->markdown, "Also write the comparison as Markdown (a PR comment, a step summary)");
+  cmd->add_option("--md", flags->markdown,
+                  "Also write the comparison as Markdown (a PR comment, a step summary), with its chart beside it as "
+                  "FILE's name .svg");
   cmd->add_option("--junit", flags->junit, "Also write JUnit XML: one test case per benchmark, failures for SLOWER/FAILED");
   cmd->add_option("--json", flags->json, "Also write every row and the verdict counts as JSON");
   return {{cmd, [flags] {
@@ -38,7 +41,15 @@ std::vector<Command> add_compare_command(CLI::App& app) {
              const report::ResultSet current = report::load_results({flags->current});
              const report::CompareReport comparison = report::compare_results(baseline, current, options);
              // Every file first: a write error is exit 2, whatever the verdict.
-             if (!flags->markdown.empty()) io::write_text_file(flags->markdown, report::compare_markdown(comparison, options));
+             if (!flags->markdown.empty()) {
+               // The forest plot beside it, linked by its file name: FILE.md -> FILE.svg.
+               const std::filesystem::path md(flags->markdown);
+               std::filesystem::path chart = std::filesystem::path(md).replace_extension(".svg");
+               if (chart == md) chart += ".svg";  // --md x.svg
+               io::write_text_file(md.string(),
+                                   report::compare_markdown(comparison, options, chart.filename().string()));
+               io::write_text_file(chart.string(), report::compare_chart(comparison, options));
+             }
              if (!flags->junit.empty()) io::write_text_file(flags->junit, report::compare_junit(comparison, options));
              if (!flags->json.empty()) io::write_text_file(flags->json, report::compare_json(comparison, options));
              std::printf("%s", report::compare_console(comparison, options).c_str());

@@ -2,9 +2,11 @@
 // torchprobe diagnose memory [--devices ...] [--models ...] [--cpu-limit 512MiB] [--json] ...
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "torchprobe/device_spec.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/interrupt.h"
+#include "torchprobe/io.h"
 #include "torchprobe/models/registry.h"
 #include "torchprobe/units.h"
 
@@ -71,7 +74,7 @@ Command add_memory(CLI::App& diagnose) {
     double tolerance_pct = 2.0;
     int leak_steps = 15, threads = 0;
     bool json = false, child = false;
-    std::string child_resume;
+    std::string child_resume, charts;
   };
   auto flags = std::make_shared<Flags>();
   auto* cmd = diagnose.add_subcommand("memory",
@@ -92,6 +95,8 @@ Command add_memory(CLI::App& diagnose) {
   cmd->add_option("--threads", flags->threads, "LibTorch intra-op threads (default: every core)")
       ->check(in_range(1, kMaxThreads));
   cmd->add_flag("--json", flags->json, "Print the reports as JSON");
+  cmd->add_option("--charts", flags->charts,
+                  "Also write each probe's chart here: memory_MODEL_DEVICE.svg (peak vs batch)");
   cmd->add_flag("--child", flags->child, "internal: the CPU probe's child process")->group("");
   cmd->add_option("--child-resume", flags->child_resume, "internal: trials an earlier child ran")->group("");
   return {cmd, [flags] {
@@ -140,7 +145,16 @@ Command add_memory(CLI::App& diagnose) {
             };
             const auto finished = std::make_shared<Finished>();
             const bool json = flags->json;
-            options.on_probe = [finished, json](const dx::ProbeReport& r) {
+            const std::string charts = flags->charts;
+            if (!charts.empty()) std::filesystem::create_directories(charts);  // before the minutes of probing
+            options.on_probe = [finished, json, charts](const dx::ProbeReport& r) {
+              if (!charts.empty()) {
+                std::string file = "memory_" + r.model + "_" + r.device + ".svg";
+                std::replace(file.begin(), file.end(), ':', '_');
+                const std::string path = (std::filesystem::path(charts) / file).string();
+                io::write_text_file(path, dx::probe_chart(r));
+                std::fprintf(stderr, "torchprobe: wrote %s\n", path.c_str());
+              }
               {
                 std::lock_guard<std::mutex> lock(finished->mutex);
                 finished->diagnosis.probes.push_back(r);

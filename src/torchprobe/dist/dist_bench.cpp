@@ -12,6 +12,7 @@
 #include "torchprobe/data/batcher.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/models/registry.h"
+#include "torchprobe/report/views.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/stats.h"
 #include "torchprobe/train/train_step.h"
@@ -289,15 +290,20 @@ std::string train_text(const DistTrainResult& r) {
   }
   std::string ranks;
   for (size_t i = 0; i < r.rank_ms_per_step.size(); ++i) ranks += fmt::format("{}{:.2f}", i ? ", " : "", r.rank_ms_per_step[i]);
-  return fmt::format(
-      "distributed train step: {} on {} (rank 0), {}, {} ranks x batch {} ({} all-reduce calls per step)\n"
-      "  step ms per rank: {}\n  global {:.1f} images/s; one process alone {:.1f} images/s ({:.2f} ms/step)\n"
-      "  scaling efficiency {:.1f}% (global / ({} x single))\n"
-      "  gradient all-reduce {:.2f} ms per step ({:.1f}% of the step; {:.2f} MiB, busbw {} GB/s)\n",
-      r.model, r.device, r.engine, r.world_size, r.batch_per_rank, r.all_reduce_calls_per_step, ranks,
-      r.global_images_per_s, r.single_images_per_s, r.single_ms_per_step, 100.0 * r.scaling_efficiency, r.world_size,
-      r.all_reduce_ms_per_step, 100.0 * r.all_reduce_share, static_cast<double>(r.gradient_bytes) / (1 << 20),
-      r.world_size > 1 ? fmt::format("{:.3f}", r.busbw_gbps) : std::string("-"));
+  const std::string note = report::efficiency_above_noise(r.scaling_efficiency)
+                               ? fmt::format("  note: {}\n", report::kScalingAboveNote)
+                               : "";
+  return note +
+         fmt::format(
+             "distributed train step: {} on {} (rank 0), {}, {} ranks x batch {} ({} all-reduce calls per step)\n"
+             "  step ms per rank: {}\n  global {:.1f} images/s; one process alone {:.1f} images/s ({:.2f} ms/step)\n"
+             "  scaling efficiency {:.1f}% (global / ({} x single))\n"
+             "  gradient all-reduce {:.2f} ms per step ({:.1f}% of the step; {:.2f} MiB, busbw {} GB/s)\n",
+             r.model, r.device, r.engine, r.world_size, r.batch_per_rank, r.all_reduce_calls_per_step, ranks,
+             r.global_images_per_s, r.single_images_per_s, r.single_ms_per_step, 100.0 * r.scaling_efficiency,
+             r.world_size, r.all_reduce_ms_per_step, 100.0 * r.all_reduce_share,
+             static_cast<double>(r.gradient_bytes) / (1 << 20),
+             r.world_size > 1 ? fmt::format("{:.3f}", r.busbw_gbps) : std::string("-"));
 }
 
 }  // namespace torchprobe::dist

@@ -174,9 +174,49 @@ std::string series_svg(const SeriesReport& report, size_t id) {
                      id, kChartWidth, height, body);
 }
 
+// One line of the report's Markdown (report::warnings: markdown_text's backslash escapes, markdown_code's spans,
+// fenced by a run of backticks and literal inside) as HTML.
+std::string markdown_line_html(const std::string& line) {
+  std::string out;
+  for (size_t i = 0; i < line.size();) {
+    if (line[i] == '\\' && i + 1 < line.size()) {
+      out += xml_escape(line.substr(i + 1, 1));
+      i += 2;
+    } else if (line[i] == '`') {
+      const size_t fence_end = line.find_first_not_of('`', i);
+      const std::string fence = line.substr(i, fence_end == std::string::npos ? std::string::npos : fence_end - i);
+      const size_t close = fence_end == std::string::npos ? std::string::npos : line.find(fence, fence_end);
+      if (close == std::string::npos) {  // no closing fence: the backticks are text
+        out += xml_escape(fence);
+        i += fence.size();
+        continue;
+      }
+      out += "<code>" + xml_escape(line.substr(fence_end, close - fence_end)) + "</code>";
+      i = close + fence.size();
+    } else {
+      const size_t next = line.find_first_of("\\`", i + 1);
+      const size_t end = next == std::string::npos ? line.size() : next;
+      out += xml_escape(line.substr(i, end - i));
+      i = end;
+    }
+  }
+  return out;
+}
+
+// Dollars as people write them: cents from 1 USD up, else 3 significant digits in plain decimals (0.000449, never
+// 4.49e-04: a GPU's cost per epoch is a fraction of a cent).
+std::string format_usd(double usd) {
+  if (!(usd > 0.0)) return "0";
+  if (usd >= 1.0) return fmt::format("{:.2f}", usd);
+  const int decimals = std::min(15, 2 - static_cast<int>(std::floor(std::log10(usd))));
+  std::string text = fmt::format("{:.{}f}", usd, decimals);
+  while (text.size() > 4 && text.back() == '0') text.pop_back();  // 0.360 -> 0.36, keeping the cents
+  return text;
+}
+
 std::string cost_cell(double seconds, double usd_per_hour) {
   if (!std::isfinite(seconds) || seconds <= 0.0 || !std::isfinite(usd_per_hour)) return "-";
-  return fmt::format("{:.4g}", seconds / kSecondsPerHour * usd_per_hour);
+  return format_usd(seconds / kSecondsPerHour * usd_per_hour);
 }
 
 // The latest runs' training throughput per device, with costs where the device has a price.
@@ -200,7 +240,7 @@ std::string device_section(const report::ResultSet& latest, const DashboardOptio
       if (priced) {
         const auto price = options.usd_per_hour.find(device);
         const double usd = price == options.usd_per_hour.end() ? NAN : price->second;
-        cells.push_back(std::isfinite(usd) ? fmt::format("{:.4g}", usd) : "-");
+        cells.push_back(std::isfinite(usd) ? format_usd(usd) : "-");
         cells.push_back(cost_cell(r.counter("epoch_s"), usd));
         cells.push_back(cost_cell(1e6 / rate, usd));
       }
@@ -208,6 +248,15 @@ std::string device_section(const report::ResultSet& latest, const DashboardOptio
     }
   }
   std::string out = table.html();
+  // What the report would warn about these figures (a busy host, noisy repetitions, figures above their roof, ...).
+  const auto warnings = report::warnings(latest, report::ReportOptions{}.noise_cv_pct);
+  if (!warnings.empty()) {
+    out += fmt::format(R"(<details class="warnings" open><summary>{} warning{} about these figures</summary><ul>)"
+                       "\n",
+                       warnings.size(), warnings.size() == 1 ? "" : "s");
+    for (const auto& line : warnings) out += "<li>" + markdown_line_html(line) + "</li>\n";
+    out += "</ul></details>\n";
+  }
   for (const auto& chart : report::make_charts(latest)) {
     std::string svg = chart.svg;
     const size_t start = svg.find("<svg");  // inline: without the XML declaration, with an id for the self-check

@@ -1,6 +1,7 @@
 #pragma once
 // Baseline vs current: a verdict per benchmark for the CI gate. Only significant slow-downs beyond the
 // threshold, and benchmarks that ran in the baseline and fail now, fail the gate.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct Comparison {
   Verdict verdict = Verdict::kSame;
   Side baseline, current;
   double change_pct = 0.0;  ///< (current - baseline) / baseline of the medians; > 0 is slower
+  /// The change's 90% bootstrap interval from the repetitions (NaN: fewer than 2 on a side, or aggregates only).
+  double change_lo_pct = std::numeric_limits<double>::quiet_NaN(),
+         change_hi_pct = std::numeric_limits<double>::quiet_NaN();
   std::string test;         ///< "Mann-Whitney U", "Welch t" or "" (none possible)
   double p = 1.0;           ///< the test's p (1 when none ran)
   double min_p = 0.0;       ///< UNCONFIRMED: the smallest p these repetitions could reach (1: none)
@@ -80,7 +84,11 @@ CompareReport compare_results(const ResultSet& baseline, const ResultSet& curren
 /// reader sees first; JUnit XML has one test case per benchmark (failure for what fails the gate);
 /// JSON has every row with both sides' statistics.
 std::string compare_console(const CompareReport& report, const CompareOptions& options);
-std::string compare_markdown(const CompareReport& report, const CompareOptions& options);
+/// `chart_file`: the forest plot's file name, linked as an image ("" : none).
+std::string compare_markdown(const CompareReport& report, const CompareOptions& options,
+                             const std::string& chart_file = "");
+/// A forest plot: each benchmark's change with its 90% interval, the threshold band shaded, what fails the gate in red.
+std::string compare_chart(const CompareReport& report, const CompareOptions& options);
 std::string compare_junit(const CompareReport& report, const CompareOptions& options);
 std::string compare_json(const CompareReport& report, const CompareOptions& options);
 /// "FAIL: 1 SLOWER, 1 FAILED; ..." or "OK: ...": the one-line summary.

@@ -2,11 +2,13 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <string>
 
 #include "torchprobe/escape.h"
 #include "torchprobe/report/compare.h"
 #include "torchprobe/report/compare_detail.h"
+#include "torchprobe/report/plot.h"
 #include "torchprobe/report/table.h"
 
 namespace torchprobe::report {
@@ -80,15 +82,59 @@ std::string compare_console(const CompareReport& report, const CompareOptions& o
   return comparison_table(report).console() + terminal_line(compare_summary(report, options)) + "\n";
 }
 
-std::string compare_markdown(const CompareReport& report, const CompareOptions& options) {
+std::string compare_markdown(const CompareReport& report, const CompareOptions& options,
+                             const std::string& chart_file) {
   std::string out = "# torchprobe compare\n\n**" + markdown_text(compare_summary(report, options)) + "**\n\n";
   out += fmt::format(
       "Threshold {}, alpha {}: a benchmark is SLOWER when its median time grew by more than the threshold "
       "and the test on its repetitions says p < alpha; change = (current - baseline) / baseline of the "
       "medians, positive is slower.\n\n",
       pct(options.threshold_pct), options.alpha);
+  if (!chart_file.empty()) out += fmt::format("![Change of each benchmark]({})\n\n", chart_file);
   out += comparison_table(report).markdown();
   return out;
+}
+
+std::string compare_chart(const CompareReport& report, const CompareOptions& options) {
+  constexpr size_t kMostRows = 60;  // beyond it, unchanged rows are left out first
+  ForestPlot plot{"Change of each benchmark: current vs baseline",
+                  "change of the median time, % (> 0 is slower)",
+                  -options.threshold_pct,
+                  options.threshold_pct,
+                  fmt::format("within the threshold ({})", pct(options.threshold_pct)),
+                  {},
+                  {}};
+  size_t unchanged = 0;
+  for (const auto& c : report.rows) unchanged += c.verdict == Verdict::kSame ? 1 : 0;
+  const size_t keep_same =
+      report.rows.size() <= kMostRows ? unchanged : kMostRows - std::min(kMostRows, report.rows.size() - unchanged);
+  size_t same_kept = 0, left_out = 0;
+  for (const auto& c : report.rows) {
+    if (c.verdict == Verdict::kSame && same_kept++ >= keep_same) {
+      ++left_out;
+      continue;
+    }
+    if (plot.rows.size() >= kMostRows) {
+      ++left_out;
+      continue;
+    }
+    ForestRow row{
+        c.name, NAN, c.change_lo_pct, c.change_hi_pct, verdict_name(c.verdict), fails_gate(c.verdict, options)};
+    if (c.paired()) {
+      row.value = c.change_pct;
+      row.value_text = fmt::format("{:+.1f}% {}", c.change_pct, verdict_name(c.verdict));
+    }
+    plot.rows.push_back(std::move(row));
+  }
+  plot.notes.push_back(
+      "Dots: the change of the medians; lines: its 90% bootstrap interval over the repetitions (none with "
+      "aggregates only or one repetition).");
+  if (left_out > 0)
+    plot.notes.push_back(
+        fmt::format("{} benchmark(s) not drawn (at most {} rows, unchanged ones left out first): "
+                    "the table lists every one.",
+                    left_out, kMostRows));
+  return forest_plot(plot);
 }
 
 std::string compare_junit(const CompareReport& report, const CompareOptions& options) {
@@ -151,6 +197,8 @@ std::string compare_json(const CompareReport& report, const CompareOptions& opti
                     {"baseline", side(c.baseline)},
                     {"current", side(c.current)},
                     {"change_pct", c.paired() ? json(c.change_pct) : json(nullptr)},
+                    {"change_interval_pct",
+                     std::isfinite(c.change_lo_pct) ? json::array({c.change_lo_pct, c.change_hi_pct}) : json(nullptr)},
                     {"test", c.test},
                     {"p_value", c.test.empty() ? json(nullptr) : json(c.p)},
                     {"min_p", c.verdict == Verdict::kUnconfirmed ? json(c.min_p) : json(nullptr)},

@@ -214,18 +214,6 @@ Table variant_table(const ResultSet& results) {
 }
 
 // The name's key:value components in their order, without the dtype (it has its own column).
-std::string shape_of(const Result& r) {
-  std::string shape;
-  size_t start = 0;
-  for (size_t end = 0; end != std::string::npos; start = end + 1) {
-    end = r.name.find('/', start);
-    const std::string token = r.name.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const auto colon = token.find(':');
-    if (colon == std::string::npos || colon == 0 || token.rfind("dtype:", 0) == 0 || token == r.device) continue;
-    shape += (shape.empty() ? "" : " ") + token;
-  }
-  return shape;
-}
 
 std::string cv_cell(const Result& r) { return format_cv(r.cv_pct); }
 
@@ -283,6 +271,11 @@ Table op_table(const ResultSet& results) {
   return t;
 }
 
+// A scaling efficiency (a ratio), flagged where it is above 100% by more than noise (kScalingAboveNote says why).
+std::string efficiency_cell(double efficiency) {
+  return format_pct(100.0 * efficiency) + (efficiency_above_noise(efficiency) ? " (above 100%: see Warnings)" : "");
+}
+
 /// Distributed training across world sizes: one row per dist_train result, grouped by configuration
 /// (the name without world:N), then by world size.
 Table scaling_table(const ResultSet& results) {
@@ -293,14 +286,7 @@ Table scaling_table(const ResultSet& results) {
   std::vector<std::pair<std::pair<std::string, double>, const Result*>> rows;
   for (const auto& r : results.results) {
     if (r.suite != "dist_train") continue;
-    std::string configuration = r.name;
-    const auto world = r.params.find("world");
-    if (world != r.params.end()) {
-      const std::string part = "/world:" + world->second;
-      const size_t at = configuration.find(part);
-      if (at != std::string::npos) configuration.erase(at, part.size());
-    }
-    rows.push_back({{r.device_label + " " + configuration, r.counter("world_size")}, &r});
+    rows.push_back({{r.device_label + " " + name_without(r.name, "world"), r.counter("world_size")}, &r});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [key, r] : rows) {
@@ -309,11 +295,21 @@ Table scaling_table(const ResultSet& results) {
       t.add({configuration, fmt::format("{:.0f}", key.second), "failed", "-", "-", "-", "-", "-"});
       continue;
     }
-    t.add({configuration, fmt::format("{:.0f}", key.second), format_ms(r->median_ms), format_rate(r->counter("images_per_s")),
-           format_pct(100.0 * r->counter("scaling_efficiency")), format_ms(r->counter("all_reduce_ms_per_step")),
-           format_pct(r->counter("all_reduce_share_pct")), format_number(r->counter("busbw_gbps"))});
+    t.add({configuration, fmt::format("{:.0f}", key.second), format_ms(r->median_ms),
+           format_rate(r->counter("images_per_s")), efficiency_cell(r->counter("scaling_efficiency")),
+           format_ms(r->counter("all_reduce_ms_per_step")), format_pct(r->counter("all_reduce_share_pct")),
+           format_number(r->counter("busbw_gbps"))});
   }
   return t;
+}
+
+// The charts of one section as Markdown images, each on its own line.
+std::string chart_links(const std::vector<Chart>& charts, const std::string& section) {
+  std::string out;
+  for (const auto& chart : charts) {
+    if (chart.section == section) out += fmt::format("\n![{}]({})\n", markdown_text(chart.title), chart.file);
+  }
+  return out;
 }
 
 Table other_table(const ResultSet& results) {
@@ -376,7 +372,7 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
            "median over repetitions (± its CV)";
     out += view.baseline.empty() || view.devices.size() < 2 ? ".\n"
                                                             : fmt::format(", speedup against {}.\n", markdown_text(view.baseline));
-    for (const auto& chart : charts) out += fmt::format("\n![{}]({})\n", markdown_text(chart.title), chart.file);
+    out += chart_links(charts, "training");
     for (const auto& [model, rows] : grouped.models) {
       out += fmt::format("\n### {}\n\n", markdown_text(model)) + training_table(view, grouped, rows).markdown();
     }
@@ -393,16 +389,20 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
     }
     const Table phases = phase_table(results);
     if (!phases.rows.empty()) {
-      out += "\n### Per-phase breakdown\n\nMedian ms per phase from a separate instrumented pass (a device sync "
-             "between phases), so the sum exceeds the pipelined step time on a GPU; on the CPU the step and the sum of "
-             "its phases must agree within 25%.\n\n" + phases.markdown();
+      out +=
+          "\n### Per-phase breakdown\n\nMedian ms per phase from a separate instrumented pass (a device sync "
+          "between phases), so the sum exceeds the pipelined step time on a GPU; on the CPU the step and the sum of "
+          "its phases must agree within 25%.\n" +
+          chart_links(charts, "phases") + "\n" + phases.markdown();
     }
   }
   out += traces_markdown(options.traces);
   const Table ops = op_table(results);
   if (!ops.rows.empty()) {
-    out += "\n## Ops\n\nGFLOP/s and GB/s from analytic FLOP and minimal byte counts at the median time; % of roof "
-           "against the roofline of the device's peaks measured in the same run.\n\n" + ops.markdown();
+    out +=
+        "\n## Ops\n\nGFLOP/s and GB/s from analytic FLOP and minimal byte counts at the median time; % of roof "
+        "against the roofline of the device's peaks measured in the same run.\n" +
+        chart_links(charts, "ops") + "\n" + ops.markdown();
   }
   const auto roofs = peak_rows(results);
   if (!roofs.empty()) {
@@ -419,13 +419,15 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
   }
   const Table scaling = scaling_table(results);
   if (!scaling.rows.empty()) {
-    out += "\n## Distributed training: scaling\n\nPer world size (ranks x batch per rank): the slowest rank's median "
-           "step, global images/s, scaling efficiency (global / (world x one process alone)), the gradient "
-           "all-reduce per step as the last rank to arrive sees it, its share of the step, and its bus bandwidth "
-           "(bytes x 2(n-1)/n / time, as nccl-tests define it).\n\n" + scaling.markdown();
+    out +=
+        "\n## Distributed training: scaling\n\nPer world size (ranks x batch per rank): the slowest rank's median "
+        "step, global images/s, scaling efficiency (global / (world x one process alone)), the gradient "
+        "all-reduce per step as the last rank to arrive sees it, its share of the step, and its bus bandwidth "
+        "(bytes x 2(n-1)/n / time, as nccl-tests define it).\n" +
+        chart_links(charts, "scaling") + "\n" + scaling.markdown();
   }
   const Table others = other_table(results);
-  if (!others.rows.empty()) out += "\n## Other benchmarks\n\n" + others.markdown();
+  if (!others.rows.empty()) out += "\n## Other benchmarks\n" + chart_links(charts, "other") + "\n" + others.markdown();
 
   const auto lines = warnings(results, options.noise_cv_pct);
   if (!lines.empty()) {

@@ -18,12 +18,14 @@ struct Chart {
   std::string file;   ///< e.g. "images_per_s.svg"
   std::string title;  ///< alt text in the Markdown
   std::string svg;
+  std::string section = "training";  ///< where report.md shows it: "training", "phases", "ops", "scaling"
 };
 
 /// Tidy CSV: one row per benchmark x device (phase "step" for training steps, empty for others),
 /// plus one row per training phase (phase h2d, forward, ...).
 std::string to_csv(const ResultSet& results);
-/// Charts: images/s per device per training configuration; speedup vs the CPU when a GPU ran.
+/// Charts: images/s per device per training configuration; speedup vs the CPU when a GPU ran; each step's phases
+/// stacked; a roofline per device with its ops; scaling efficiency vs world size; all-reduce busbw vs message size.
 std::vector<Chart> make_charts(const ResultSet& results);
 /// The Markdown report, linking the given charts by file name.
 std::string to_markdown(const ResultSet& results, const std::vector<Chart>& charts, const ReportOptions& options);

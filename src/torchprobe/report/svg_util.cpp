@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "torchprobe/report/table.h"
+
 namespace torchprobe::report {
 
 double text_width(const std::string& text, double font_size) {
@@ -36,6 +40,27 @@ std::string shorten(const std::string& text, size_t max_chars) {
     if (++chars > max_chars) return text.substr(0, i) + "...";
   }
   return text;
+}
+
+std::vector<std::string> wrap_text(const std::string& text, double font_size, double max_width) {
+  std::vector<std::string> lines;
+  std::string line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    const std::string longer = line.empty() ? word : line + " " + word;
+    if (!line.empty() && text_width(longer, font_size) > max_width) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = longer;
+    }
+    start = end + 1;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
 }
 
 std::vector<double> linear_ticks(double lo, double hi, int target) {
@@ -72,6 +97,34 @@ std::vector<double> log_ticks(double lo, double hi) {
   }
   if (ticks.empty()) ticks.push_back(lo > 0.0 && std::isfinite(lo) ? lo : 1.0);
   return ticks;
+}
+
+const char* palette(size_t index) {
+  static const char* const kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                         "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
+  return kPalette[index % 8];
+}
+
+std::string tick_label(double v, const std::string& suffix) {
+  if (v == std::floor(v)) return (std::fabs(v) >= 1000.0 ? format_rate(v) : fmt::format("{:.0f}", v)) + suffix;
+  return fmt::format("{:g}", v) + suffix;
+}
+
+std::string svg_document(double width, double height, const std::string& body) {
+  return fmt::format(
+      R"(<?xml version="1.0" encoding="UTF-8"?>)"
+      "\n"
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{0:.0f}" height="{1:.0f}" viewBox="0 0 {0:.0f} {1:.0f}" font-family="sans-serif">)"
+      "\n"
+      R"(<rect width="100%" height="100%" fill="white"/>)"
+      "\n{2}</svg>\n",
+      width, height, body);
+}
+
+std::string title_text(const std::string& title) {
+  return fmt::format(R"(<text x="{}" y="24" font-size="{}" font-weight="bold">{}</text>)"
+                     "\n",
+                     kChartPad, kTitleFont, xml_escape(title));
 }
 
 }  // namespace torchprobe::report

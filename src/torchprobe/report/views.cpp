@@ -88,6 +88,29 @@ double speedup(const TrainRow& row, const std::string& device, const std::string
   return images_per_s(row, device) / images_per_s(row, baseline);
 }
 
+std::string name_without(const std::string& name, const std::string& key) {
+  std::string out = name;
+  const std::string part = "/" + key + ":";
+  const size_t at = out.find(part);
+  if (at == std::string::npos) return out;
+  const size_t end = out.find('/', at + 1);
+  out.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  return out;
+}
+
+std::string shape_of(const Result& r) {
+  std::string shape;
+  size_t start = 0;
+  for (size_t end = 0; end != std::string::npos; start = end + 1) {
+    end = r.name.find('/', start);
+    const std::string token = r.name.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const auto colon = token.find(':');
+    if (colon == std::string::npos || colon == 0 || token.rfind("dtype:", 0) == 0 || token == r.device) continue;
+    shape += (shape.empty() ? "" : " ") + token;
+  }
+  return shape;
+}
+
 OpMetrics op_metrics(const Result& r) {
   OpMetrics m = roofline(r.counter("flops"), r.counter("bytes"), r.median_ms / 1e3, r.counter("peak_gflop_per_s"),
                          r.counter("peak_gb_per_s"));
@@ -167,6 +190,11 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
       lines.push_back(fmt::format("{}: CV {} over {} repetitions exceeds the {} noise threshold; treat its "
                                   "differences with care, or add repetitions on a quieter host",
                                   name, format_pct(r.cv_pct), r.repetitions, format_pct(noise_cv_pct)));
+    }
+    if (r.suite == "dist_train" && efficiency_above_noise(r.counter("scaling_efficiency"))) {
+      lines.push_back(fmt::format("{}: scaling efficiency {}. {}", name,
+                                  format_pct(100.0 * r.counter("scaling_efficiency")),
+                                  markdown_text(kScalingAboveNote)));
     }
     if (r.suite == "train_step" && r.device == "cpu" && r.has("forward_ms")) {
       double sum = 0.0;

@@ -45,6 +45,21 @@ double speedup(const TrainRow& row, const std::string& device, const std::string
 /// images/s of the row on the device; NaN when missing or failed.
 double images_per_s(const TrainRow& row, const std::string& device);
 
+/// `name` without its "/key:value" component (e.g. "/world:2"), to group results across that axis.
+std::string name_without(const std::string& name, const std::string& key);
+
+/// A scaling efficiency more than this many points above 100% is flagged: it is not super-linear scaling but a
+/// one-process reference that ran slow (a world-1 run read 183.9%, 2026-11). 102.0% itself is not flagged.
+constexpr double kScalingNoisePct = 2.0;
+/// Whether `efficiency` (a ratio: 1 is linear) is above 100% by more than kScalingNoisePct.
+inline bool efficiency_above_noise(double efficiency) { return efficiency > 1.0 + kScalingNoisePct / 100.0; }
+inline constexpr const char* kScalingAboveNote =
+    "Efficiency above 100% is not super-linear scaling: the one-process reference (rank 0 alone, measured first) ran "
+    "slower than the step, most often warm-up or a busy host; rerun with more --steps and --warmup.";
+
+/// An op's shape: its name's key:value components but the device and dtype, e.g. "n:4096" or "kind:d2d mib:1024".
+std::string shape_of(const Result& result);
+
 /// Roofline figures of one op benchmark, from its flops/bytes counters, its median time and the
 /// device's peaks measured in the same run.
 using OpMetrics = RooflinePoint;

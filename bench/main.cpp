@@ -273,6 +273,7 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
           static_cast<benchmark::ConsoleReporter::OutputOptions>(color | benchmark::ConsoleReporter::OO_Tabular));
       reporter.before_runs = [] { bench::Progress::instance().clear_line(); };
       // The headline figures; every counter is in the results file (--benchmark_out) and `torchprobe report`.
+      reporter.display = true;
       reporter.shown_counters = {"images_per_s", "mfu_pct",  "epoch_s",     "peak_mem_mib",
                                  "gflop_per_s",  "gb_per_s", "pct_of_roof", "skipped_steps"};
       reporter.display_aggregates_only = args.display_aggregates_only;

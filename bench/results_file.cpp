@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "torchprobe/input_error.h"
 #include "torchprobe/io.h"
 #include "torchprobe/report/schema.h"
@@ -128,6 +130,28 @@ std::string ResultsFile::document() const {
 void ResultsFile::write(bool last) {
   // A device or a pipe (--benchmark_out=/dev/stdout) gets the document once, at the end, not once per benchmark.
   if (!path_.empty() && (last || rewritable_)) io::write_text_file(path_, document());
+}
+
+std::vector<benchmark::BenchmarkReporter::Run> for_display(std::vector<benchmark::BenchmarkReporter::Run> runs,
+                                                           const std::set<std::string>& counters) {
+  using Run = benchmark::BenchmarkReporter::Run;
+  std::vector<double> ms;  // the repetitions' times, where every one is in ms
+  bool all_ms = true;
+  for (const Run& run : runs) {
+    if (run.run_type != Run::RT_Iteration) continue;
+    all_ms = all_ms && run.time_unit == benchmark::kMillisecond;
+    ms.push_back(run.GetAdjustedRealTime());
+  }
+  std::sort(ms.begin(), ms.end());
+  const bool micro = all_ms && !ms.empty() && ms[ms.size() / 2] < 1.0;
+  for (Run& run : runs) {
+    if (micro && run.time_unit == benchmark::kMillisecond) run.time_unit = benchmark::kMicrosecond;
+    if (counters.empty()) continue;
+    for (auto it = run.counters.begin(); it != run.counters.end();) {
+      it = counters.count(it->first) != 0 ? std::next(it) : run.counters.erase(it);
+    }
+  }
+  return runs;
 }
 
 }  // namespace torchprobe::bench

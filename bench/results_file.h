@@ -85,6 +85,13 @@ bool run_failed(const Run& run, long) {
   return static_cast<int>(run.skipped) != 0;
 }
 
+/// What the console shows of one benchmark's runs (repetitions and aggregates): only the counters in `counters`
+/// (all when it is empty: Google Benchmark gives each counter a column, and a training step's ~30 made the table
+/// 250+ characters wide), and a millisecond benchmark whose median repetition is under 1 ms in microseconds (a 1 us
+/// op read "0.00100 ms"), the same unit for all its runs. The results file keeps the runs as they are.
+std::vector<benchmark::BenchmarkReporter::Run> for_display(std::vector<benchmark::BenchmarkReporter::Run> runs,
+                                                           const std::set<std::string>& counters);
+
 /// A Google Benchmark display reporter (console or JSON on stdout) that also feeds the results file
 /// after each finished benchmark, counts failures, and leaves out the benchmark a stop cut short.
 template <typename Base>
@@ -116,19 +123,7 @@ class RunReporter : public Base {
     const bool repetitions = std::any_of(runs.begin(), runs.end(), [](const auto& r) {
       return r.run_type == Base::Run::RT_Iteration && r.repetitions > 1;
     });
-    if (!(display_aggregates_only && repetitions)) {
-      if (shown_counters.empty()) {
-        Base::ReportRuns(runs);
-      } else {  // the display keeps the headline counters; the file, below, keeps them all
-        std::vector<typename Base::Run> shown = runs;
-        for (auto& run : shown) {
-          for (auto it = run.counters.begin(); it != run.counters.end();) {
-            it = shown_counters.count(it->first) != 0 ? std::next(it) : run.counters.erase(it);
-          }
-        }
-        Base::ReportRuns(shown);
-      }
-    }
+    if (!(display_aggregates_only && repetitions)) Base::ReportRuns(display ? for_display(runs, shown_counters) : runs);
     if (!write_error.empty()) return;
     try {
       file_.add(runs);
@@ -140,9 +135,8 @@ class RunReporter : public Base {
 
   std::function<void()> before_runs = [] {};
   bool display_aggregates_only = false;  ///< --benchmark_display_aggregates_only: the display shows aggregates only
-  /// The counters the display shows (all when empty). Google Benchmark's console table gives every counter a
-  /// column: a training step's ~30 (roofs, phases) made it 250+ characters wide.
-  std::set<std::string> shown_counters;
+  bool display = false;                  ///< the console: runs go through for_display first
+  std::set<std::string> shown_counters;  ///< for_display's counters (all when empty)
   int failed = 0;            ///< benchmarks with a failed run
   std::string write_error;   ///< the results file could not be written: the run stopped
 

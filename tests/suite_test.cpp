@@ -196,3 +196,37 @@ TEST(Isolate, EntriesComeOnlyFromACompleteDocument) {
   EXPECT_EQ(entry["error_occurred"], true);
   EXPECT_EQ(entry["error_message"], "killed by SIGSEGV");
 }
+
+// The console shows the headline counters, and a ms benchmark under 1 ms in microseconds; the file keeps it all.
+TEST(ResultsFile, TheDisplayShowsHeadlineCountersAndMicrosecondsUnder1Ms) {
+  using Run = benchmark::BenchmarkReporter::Run;
+  const auto run_of = [](double seconds_per_iteration, Run::RunType type) {
+    Run run;
+    run.run_type = type;
+    run.time_unit = benchmark::kMillisecond;
+    run.iterations = 1000;
+    run.real_accumulated_time = seconds_per_iteration * 1000;
+    run.counters = {{"images_per_s", benchmark::Counter(1.0)}, {"roof_gemm_gflop_per_s", benchmark::Counter(2.0)}};
+    return run;
+  };
+  // 3 repetitions of 1 us, 0.999 ms and 2 ms: the median is under 1 ms, so all of them and their median show in us.
+  std::vector<Run> runs = {run_of(1e-6, Run::RT_Iteration), run_of(0.999e-3, Run::RT_Iteration),
+                           run_of(2e-3, Run::RT_Iteration), run_of(0.999e-3, Run::RT_Aggregate)};
+  const auto shown = bench::for_display(runs, {"images_per_s"});
+  ASSERT_EQ(shown.size(), 4u);
+  for (const Run& run : shown) {
+    EXPECT_EQ(run.time_unit, benchmark::kMicrosecond);
+    EXPECT_EQ(run.counters.size(), 1u);
+    EXPECT_EQ(run.counters.count("images_per_s"), 1u);
+  }
+  EXPECT_DOUBLE_EQ(shown[0].GetAdjustedRealTime(), 1.0);
+  EXPECT_EQ(runs[0].counters.size(), 2u);  // the caller's runs (the file's) are untouched
+  // A median of exactly 1 ms stays in ms; no counter filter keeps every counter.
+  const auto at_1ms = bench::for_display({run_of(1e-3, Run::RT_Iteration)}, {});
+  EXPECT_EQ(at_1ms[0].time_unit, benchmark::kMillisecond);
+  EXPECT_EQ(at_1ms[0].counters.size(), 2u);
+  // A benchmark in another unit is left in it.
+  Run ns = run_of(1e-9, Run::RT_Iteration);
+  ns.time_unit = benchmark::kNanosecond;
+  EXPECT_EQ(bench::for_display({ns}, {})[0].time_unit, benchmark::kNanosecond);
+}

@@ -316,7 +316,9 @@ int main(int argc, char** argv) {
   torchprobe::interrupt::install(torchprobe::interrupt::Mode::kGraceful);
   torchprobe::bench::SuiteOptions options;
   ProgramFlags flags;
-  CLI::App app{"torchprobe-bench: full CIFAR-10 training steps, single ops and the data pipeline on the CPU and every GPU"};
+  CLI::App app{
+      "torchprobe-bench: full CIFAR-10 training steps, single ops and the data pipeline on the CPU and every GPU",
+      "torchprobe-bench"};
   app.footer(
       "Google Benchmark's own flags work as usual, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
       "--benchmark_min_time=SECONDS, --benchmark_list_tests. --benchmark_out=FILE (--benchmark_out_format=json,\n"

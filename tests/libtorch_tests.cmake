@@ -210,12 +210,12 @@ set_tests_properties(cli.bench_run PROPERTIES FAIL_REGULAR_EXPRESSION "[^\"](roo
 
 # --trace: one Chrome trace per training benchmark (one file for two repetitions), beside the results; refused with
 # the other user of LibTorch's profiler and where the directory cannot be made.
-# Then `report --traces` reads it: the top ops of that step, linked to the trace.
+# Then `report --traces` reads it: the top ops of that step, linked to the trace from the report's folder.
 add_test(NAME cli.bench_trace COMMAND /bin/bash -c
   "rm -rf \"$1\" && \"$0\" --devices cpu --models net --batch-sizes 4 --variants quick --dtypes fp32 --layouts nchw --suites train --benchmark_min_time=0.01 --benchmark_repetitions=2 --trace \"$1\" --benchmark_out=\"$1\"/../trace_run.json > /dev/null && ls \"$1\" && head -c 40 \"$1\"/*.json && echo && \"$2\" report \"$1\"/../trace_run.json --traces \"$1\" --out \"$1\"/../trace_report --quiet && grep -A 8 'Where a step' \"$1\"/../trace_report/report.md"
   ${bench_exe} ${CMAKE_CURRENT_BINARY_DIR}/traces $<TARGET_FILE:torchprobe>)
 set_tests_properties(cli.bench_trace PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
-  "\ntrain_step_net_cpu_batch_4_dtype_fp32_layout_nchw\\.json\n\\{\"displayTimeUnit\":\"ms\",\"traceEvents\":\\[\\{.*## Where a step's time goes.*### train_step/net/cpu/batch:4/dtype:fp32/layout:nchw\n\n3 steps, .* per step in its phases. trace: \\[.*traces/train_step_net_cpu_batch_4_dtype_fp32_layout_nchw\\.json\\]")
+  "\ntrain_step_net_cpu_batch_4_dtype_fp32_layout_nchw\\.json\n\\{\"displayTimeUnit\":\"ms\",\"traceEvents\":\\[\\{.*## Where a step's time goes.*### train_step/net/cpu/batch:4/dtype:fp32/layout:nchw\n\n3 steps, .* per step in its phases. trace: \\[.*traces/train_step_net_cpu_batch_4_dtype_fp32_layout_nchw\\.json\\]\\(\\.\\./traces/train_step_net_cpu_batch_4_dtype_fp32_layout_nchw\\.json\\)")
 torchprobe_cli_error(cli.bench_trace_with_aten_nvtx "rc=2.*torchprobe: error: --trace and --aten-nvtx both use LibTorch's profiler"
   ${bench_exe} --devices cpu --trace ${CMAKE_CURRENT_BINARY_DIR}/traces-refused --aten-nvtx)
 torchprobe_cli_error(cli.bench_trace_not_a_directory "rc=2.*torchprobe: error: --trace: '.*CMakeCache\\.txt' is not a directory"

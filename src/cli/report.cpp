@@ -48,7 +48,13 @@ std::vector<Command> add_report_command(CLI::App& app) {
                  if (!std::filesystem::exists(path)) continue;
                  bool seen = false;  // one benchmark can be in the results once per input file
                  for (const auto& t : options.traces) seen = seen || t.benchmark == r.name;
-                 if (!seen) options.traces.push_back(report::summarize_trace(r.name, path, io::read_text_file(path)));
+                 if (seen) continue;
+                 options.traces.push_back(report::summarize_trace(r.name, path, io::read_text_file(path)));
+                 // report.md links it from its own folder: --traces reports/traces with the report in reports/ once
+                 // linked reports/reports/traces/...
+                 const auto link = std::filesystem::absolute(path).lexically_normal().lexically_relative(
+                     std::filesystem::absolute(out.empty() ? std::filesystem::path(".") : out).lexically_normal());
+                 if (!link.empty()) options.traces.back().file = link.generic_string();
                }
                if (options.traces.empty()) {
                  throw InputError(fmt::format("--traces: no trace in {} matches a training benchmark of the results",

@@ -21,12 +21,13 @@ namespace torchprobe {
 /// The most threads any --threads flag takes (torchprobe-bench, devices, diagnose memory, dist): one bound for
 /// every program, far above any host's cores.
 inline constexpr int kMaxThreads = 1024;
-/// What "LibTorch's own" thread count is, said the same way in every --threads help: OpenMP's default is
-/// OMP_NUM_THREADS, else the cores the process may use, and some hosts set OMP_NUM_THREADS=1 (scripts/run.sh
-/// uses every core); the count used is printed first and recorded in the results (torch_threads).
+/// What "LibTorch's own" thread count is, said the same way in every --threads help: OMP_NUM_THREADS where set,
+/// else what its OpenMP runtime picks, which can be fewer than the cores (Debian's LibTorch 1.13 picked 1 on a
+/// 2-core VM with no OMP_NUM_THREADS, 2026-11-27; scripts/run.sh passes every core); the count used is printed
+/// first and recorded in the results (torch_threads).
 inline constexpr const char* kDefaultThreadsHelp =
-    "default: LibTorch's own, which follows OMP_NUM_THREADS, else every core the process may use; the count "
-    "used is printed first and recorded in the results";
+    "default: LibTorch's own: OMP_NUM_THREADS where set, else its OpenMP runtime's choice, which can be fewer than "
+    "the cores (1 on a 2-core VM); the count used is printed first and recorded in the results";
 
 /// The range check of every numeric flag. Unlike CLI::Range it refuses NaN and +-Inf (which compare
 /// false with both bounds), a negative number for a count (instead of wrapping it), and text after the

@@ -326,12 +326,20 @@ std::vector<OpCase> plan_ops(const std::vector<torch::Device>& devices, const Op
   // An op asked for by name that times nothing here is said, not silently dropped (model_to on the CPU, an op
   // with no case in the core set).
   for (const auto& op : selection.ops) {
-    if (std::none_of(plan.begin(), plan.end(), [&](const OpCase& c) { return c.op == op; })) {
-      std::vector<std::string> names;
-      for (const auto& d : devices) names.push_back(device_string(d));
-      throw InputError(fmt::format("op '{}' has no benchmark on {}{}", op, fmt::join(names, ", "),
-                                   selection.all ? "" : " in the core set (--op-set all times more)"));
-    }
+    const auto has_op = [&](const std::vector<OpCase>& cases) {
+      return std::any_of(cases.begin(), cases.end(), [&](const OpCase& c) { return c.op == op; });
+    };
+    if (has_op(plan)) continue;
+    // The hint only where the full sweep would time it (model_to on the CPU has no case in any set).
+    OpSelection every = selection;
+    every.all = true;
+    std::vector<OpCase> full;
+    Planner full_planner{every, full};
+    for (const auto& device : devices) plan_device(device, full_planner);
+    std::vector<std::string> names;
+    for (const auto& d : devices) names.push_back(device_string(d));
+    throw InputError(fmt::format("op '{}' has no benchmark on {}{}", op, fmt::join(names, ", "),
+                                 !selection.all && has_op(full) ? " in the core set (--op-set all times more)" : ""));
   }
   return plan;
 }

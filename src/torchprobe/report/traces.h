@@ -14,7 +14,7 @@ struct OpTime {
 
 struct TraceSummary {
   std::string benchmark;  ///< the training benchmark's name
-  std::string file;       ///< the trace's path as given to the report
+  std::string file;  ///< the trace's path: report.md's link to it (the CLI makes it relative to the report's folder)
   int steps = 0;          ///< profiled steps (forward phases in the trace)
   double step_ms = 0.0;   ///< the phases' time per step
   std::vector<OpTime> top;  ///< by self time, largest first
@@ -26,7 +26,7 @@ struct TraceSummary {
 TraceSummary summarize_trace(const std::string& benchmark, const std::string& file, const std::string& text,
                              size_t top = 8);
 
-/// The report's section for the summaries ("" for none), each trace linked by its path as given.
+/// The report's section for the summaries ("" for none), each trace linked by its `file`.
 std::string traces_markdown(const std::vector<TraceSummary>& traces);
 
 }  // namespace torchprobe::report

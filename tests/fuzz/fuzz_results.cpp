@@ -16,7 +16,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
     (void)to_csv(set);
     (void)to_markdown(set, make_charts(set), ReportOptions{});
     (void)to_console_summary(set, ReportOptions{});
-    if (!set.results.empty()) (void)compare_console(compare_results(set, set, CompareOptions{}), CompareOptions{});
+    if (!set.results.empty()) {
+      const CompareReport report = compare_results(set, set, CompareOptions{});
+      (void)compare_console(report, CompareOptions{});
+      (void)compare_chart(report, CompareOptions{});  // the forest plot, as compare --md writes it
+    }
   } catch (const torchprobe::InputError&) {
   }
   return 0;

@@ -40,6 +40,11 @@ MemoryDiagnosis run_memory_diagnosis(const MemoryDiagnosisOptions& options) {
       LeakOptions leak_options;
       leak_options.steps = options.leak_steps;
       for (const auto loop : {LeakLoop::kCorrect, LeakLoop::kKeptLosses}) {
+        if (options.on_leak_start) {
+          options.on_leak_start(model, device_string(device),
+                                loop == LeakLoop::kCorrect ? "the correct loop (keeps loss.item())"
+                                                           : "the leaking loop (keeps each step's loss tensor)");
+        }
         LeakCheck check{run_leak_scenario(loop, model, device, leak_options), loop == LeakLoop::kKeptLosses};
         if (options.on_leak) options.on_leak(check);
         out.leaks.push_back(std::move(check));

@@ -34,6 +34,8 @@ struct MemoryDiagnosisOptions {
   /// Each result as soon as it is ready, for output that streams.
   std::function<void(const ProbeReport&)> on_probe;
   std::function<void(const LeakCheck&)> on_leak;
+  /// Called before each leak scenario runs (a progress line: it takes ~30 s on a CPU), with the loop's name.
+  std::function<void(const std::string& model, const std::string& device, const std::string& loop)> on_leak_start;
 };
 
 struct MemoryDiagnosis {

@@ -247,8 +247,9 @@ torchprobe_cli_error(cli.diagnose_bad_scenario "rc=2.*torchprobe: error: unknown
   ${tp} diagnose device --scenario nope)
 torchprobe_cli_error(cli.diagnose_bad_device "rc=2.*torchprobe: error: --device: the GPU scenarios need a CUDA device"
   ${tp} diagnose device --device cpu)
-# Memory diagnostics end to end: the real CPU OOM in a child under a small budget, the report, the leak checks.
-torchprobe_cli_rc(cli.diagnose_memory_json 0 "rc=0.*\"probes\".*\"kind\": \"out_of_memory_cpu\".*\"recovery\".*\"ok\": true.*\"leaks\".*\"scenario\": \"correct_loop\".*\"leak\": false.*\"scenario\": \"kept_losses\".*\"leak\": true.*\"ok\": true"
+# Memory diagnostics end to end: the real CPU OOM in a child under a small budget, the report, the leak checks (each
+# announced on stderr before its ~30 s).
+torchprobe_cli_rc(cli.diagnose_memory_json 0 "rc=0.*\"probes\".*\"kind\": \"out_of_memory_cpu\".*\"recovery\".*\"ok\": true.*\"leaks\".*\"scenario\": \"correct_loop\".*\"leak\": false.*\"scenario\": \"kept_losses\".*\"leak\": true.*\"ok\": true.*leak check of net on cpu, the correct loop \\(keeps loss\\.item\\(\\)\\): 10 steps.*leak check of net on cpu, the leaking loop"
   ${tp} diagnose memory --devices cpu --models net --cpu-limit 96MiB --leak-steps 10 --threads 1 --json)
 if(TORCHPROBE_SANITIZE)
   set_tests_properties(cli.diagnose_memory_json PROPERTIES ${torchprobe_env_under_a_cap})
@@ -274,9 +275,10 @@ torchprobe_cli_error(cli.diagnose_memory_bad_model "rc=2.*torchprobe: error: .*u
   ${tp} diagnose memory --devices cpu --models vgg)
 
 if(TORCHPROBE_HAS_DIST)
-  # Distributed (c10d, Gloo on 127.0.0.1): the launch script starts, collects and stops its ranks.
+  # Distributed (c10d, Gloo on 127.0.0.1): the launch script starts, collects and stops its ranks; rank 0 says each
+  # message size as it finishes.
   set(launch ${PROJECT_SOURCE_DIR}/scripts/launch.sh)
-  torchprobe_cli_rc(cli.launch_allreduce 0 "rc=0.*\"context\".*\"torchprobe_version\".*\"name\": \"dist_allreduce/gloo/cpu/world:2/dtype:fp32/bytes:65536\".*\"repetitions\": 3.*\"busbw_gbps\""
+  torchprobe_cli_rc(cli.launch_allreduce 0 "rc=0.*\"context\".*\"torchprobe_version\".*\"name\": \"dist_allreduce/gloo/cpu/world:2/dtype:fp32/bytes:65536\".*\"repetitions\": 3.*\"busbw_gbps\".*all-reduce 1\\.0 KiB: [0-9.]+ us, busbw [0-9.]+ GB/s \\(1 of 7 sizes\\).*all-reduce 64\\.0 KiB: .*\\(7 of 7 sizes\\)"
     ${launch} 2 $<TARGET_FILE:torchprobe> dist allreduce --max-bytes 64KiB --iterations 3 --repetitions 3 --threads 1 --json)
   # dist train's results are a Google Benchmark file: report merges it, compare gates it.
   set(dist_json ${CMAKE_CURRENT_BINARY_DIR}/dist_train.json)

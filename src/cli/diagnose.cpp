@@ -137,6 +137,11 @@ Command add_memory(CLI::App& diagnose) {
             options.on_start = [](const std::string& model, const std::string& device) {
               std::fprintf(stderr, "torchprobe: diagnose memory: %s on %s\n", model.c_str(), device.c_str());
             };
+            options.on_leak_start = [steps = flags->leak_steps](const std::string& model, const std::string& device,
+                                                                const std::string& loop) {
+              std::fprintf(stderr, "torchprobe: diagnose memory: leak check of %s on %s, %s: %d steps\n", model.c_str(),
+                           device.c_str(), loop.c_str(), steps);
+            };
             // Nothing lost on a stop: what finished is kept here as it finishes, and a SIGINT/SIGTERM prints it as
             // JSON (marked "interrupted") before the program exits 130/143. Text streams as it goes.
             struct Finished {

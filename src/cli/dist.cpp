@@ -15,6 +15,7 @@
 #include "torchprobe/io.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/run_context.h"
+#include "torchprobe/units.h"
 #ifdef TORCHPROBE_HAS_DIST
 #include "torchprobe/device_spec.h"
 #include "torchprobe/dist/dist_bench.h"
@@ -87,7 +88,14 @@ int run_rank(const Flags& flags, bool all_reduce) {
   dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
   std::string json, text;
   if (all_reduce) {
-    const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations, flags.repetitions);
+    // A line per message size on rank 0 (a sweep to 64 MiB over Gloo takes ~16 s, silent before).
+    const auto on_size = [&group](const dist::AllReduceRow& row, int done, int total) {
+      if (group.rank() != 0) return;
+      std::fprintf(stderr, "torchprobe: all-reduce %s: %.1f us, busbw %.3f GB/s (%d of %d sizes)\n",
+                   units::format_bytes(static_cast<double>(row.bytes)).c_str(), row.median_us, row.busbw_gbps, done,
+                   total);
+    };
+    const auto rows = dist::all_reduce_sweep(group, min_bytes, max_bytes, flags.iterations, flags.repetitions, on_size);
     json = dist::all_reduce_json(group, rows, dist_context(threads, allocator, &env));
     text = dist::all_reduce_text(group, rows);
   } else {

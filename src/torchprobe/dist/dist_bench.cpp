@@ -117,9 +117,12 @@ void finish(DistTrainResult& result) {
 }  // namespace
 
 std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes,
-                                           int iterations, int repetitions) {
+                                           int iterations, int repetitions,
+                                           const std::function<void(const AllReduceRow&, int, int)>& on_size) {
   std::vector<AllReduceRow> rows;
   const double n = group.world_size();
+  int total = 0;
+  for (std::int64_t bytes = std::max<std::int64_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) ++total;
   for (std::int64_t bytes = std::max<std::int64_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
     torch::Tensor t = torch::ones({bytes / 4}, torch::TensorOptions().dtype(torch::kFloat32).device(group.device()));
     auto sampler = collective_sampler(group.device(), /*warmup=*/2, [&] { group.all_reduce_sum_(t); });
@@ -132,6 +135,7 @@ std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min
     row.algbw_gbps = static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
     row.busbw_gbps = row.algbw_gbps * 2.0 * (n - 1.0) / n;
     rows.push_back(row);
+    if (on_size) on_size(row, static_cast<int>(rows.size()), total);
   }
   return rows;
 }

@@ -2,6 +2,7 @@
 // Measurements on a process group: the all-reduce bandwidth sweep (nccl-tests' definitions) and
 // the data-parallel training step with its scaling efficiency. Every rank calls them together.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,11 @@ struct AllReduceRow {
 };
 
 /// Sum all-reduces of float32 tensors from `min_bytes` to `max_bytes`, doubling; `iterations`
-/// timed calls per size after 2 warm-up calls, split into `repetitions` (each reported on its own).
-std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes,
-                                           int iterations, int repetitions = 5);
+/// timed calls per size after 2 warm-up calls, split into `repetitions` (each reported on its own). `on_size`, when
+/// given, is called after each size with its row, the sizes done and the sizes in all (a progress line).
+std::vector<AllReduceRow> all_reduce_sweep(
+    ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes, int iterations, int repetitions = 5,
+    const std::function<void(const AllReduceRow& row, int done, int total)>& on_size = nullptr);
 
 /// One schema for both engines: ranks of a process group, or the devices of one data_parallel
 /// process (then every "rank" entry is the process's step time).

@@ -41,28 +41,28 @@ const TempCifarDir& cifar_dir() {
 }
 
 /// Times `call` with the one measurement policy (host clock) and adds images/s for `images` per call.
-void time_host_work(benchmark::State& state, const std::string& name, std::int64_t images, const std::function<void()>& call) {
+void time_host_work(benchmark::State& state, const std::string& name, const StopFlags& stop, std::int64_t images,
+                    const std::function<void()>& call) {
   const torch::Device cpu(torch::kCPU);
   measure::Sampler sampler(measure::default_policy(cpu), measure::device_clock(cpu), call);
   sampler.warm_up();
   sampler.calibrate(name);
-  time_samples(state, sampler);
-  state.counters["images_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * images), benchmark::Counter::kIsRate);
+  const double mean_ms = time_until_stable(state, sampler, stop_rule(stop, cpu)).mean_ms;
+  state.counters["images_per_s"] = static_cast<double>(images) / (mean_ms / 1e3);
 }
 
-void parse_cifar10(benchmark::State& state, const std::string& name) {
+void parse_cifar10(benchmark::State& state, const std::string& name, const StopFlags& stop) {
   const std::string dir = cifar_dir().path();
-  time_host_work(state, name, data::kTrainImages, [&] {
+  time_host_work(state, name, stop, data::kTrainImages, [&] {
     data::Dataset train = data::load_cifar10(dir, data::Split::kTrain);
     benchmark::DoNotOptimize(train.images.data_ptr());
   });
 }
 
-void assemble_batch(benchmark::State& state, const std::string& name) {
+void assemble_batch(benchmark::State& state, const std::string& name, const StopFlags& stop) {
   auto dataset = std::make_shared<const data::Dataset>(data::make_synthetic(10000, /*seed=*/7));
   data::Batcher batcher(dataset, kAssembleBatch, /*pinned=*/false, /*seed=*/1);
-  time_host_work(state, name, kAssembleBatch, [&] {
+  time_host_work(state, name, stop, kAssembleBatch, [&] {
     data::HostBatch& batch = batcher.next();
     benchmark::DoNotOptimize(batch.images.data_ptr());
   });
@@ -70,14 +70,18 @@ void assemble_batch(benchmark::State& state, const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> register_data_benchmarks() {
+std::vector<std::string> register_data_benchmarks(const SuiteOptions& options) {
   const std::string parse = fmt::format("data/parse_cifar10/images:{}", data::kTrainImages);
   const std::string assemble = fmt::format("data/assemble_batch/batch:{}", kAssembleBatch);
-  for (const auto& [name, body] : {std::pair<std::string, void (*)(benchmark::State&, const std::string&)>{parse, parse_cifar10},
-                                    {assemble, assemble_batch}}) {
-    benchmark::RegisterBenchmark(name.c_str(), [name = name, body = body](benchmark::State& state) {
-      run_guarded(state, name, [&] { body(state, name); });
-    })->UseManualTime()->Unit(benchmark::kMillisecond);
+  for (const auto& [name, body] :
+       {std::pair<std::string, void (*)(benchmark::State&, const std::string&, const StopFlags&)>{parse, parse_cifar10},
+        {assemble, assemble_batch}}) {
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [name = name, body = body, stop = options.stop](benchmark::State& state) {
+                                   run_guarded(state, name, [&] { body(state, name, stop); });
+                                 })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   return {parse, assemble};
 }

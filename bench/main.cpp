@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "isolate.h"
 #include "progress.h"
@@ -42,6 +44,8 @@ bool starts_with(const char* arg, const char* prefix) { return std::strncmp(arg,
 /// The arguments as given, before Google Benchmark takes its own, with torchprobe's handling of some.
 struct Arguments {
   std::string out, out_format, format, filter;
+  std::string min_time;  ///< --benchmark_min_time's value: our samplers' minimum measured time (unless --min-time)
+  int repetitions = 1;   ///< --benchmark_repetitions, for the time bound said before the run
   std::vector<std::string> for_children;  ///< what an isolated child gets (it adds its own filter and output)
   std::string invalid;  ///< a Google Benchmark flag with a bad value: the error, raised before any work
   /// --benchmark_display_aggregates_only: taken here, not by Google Benchmark, which would then hand the
@@ -71,6 +75,12 @@ std::string check_benchmark_flag(const char* arg) {
   return "";
 }
 
+/// Every benchmark runs one Google Benchmark iteration per repetition, in which its sampler decides how many
+/// samples it takes (measure::StopRule) and sets the iteration's time to their mean per call. A zero minimum
+/// time makes Google Benchmark stop after that first iteration; Iterations(1) would do the same but append
+/// "/iterations:1" to every name. The caller's --benchmark_min_time becomes the samplers' --min-time.
+constexpr const char* kOneIterationPerRepetition = "--benchmark_min_time=0";
+
 /// Takes --benchmark_out[=FILE] and --benchmark_out_format out of argv (torchprobe writes the file) and
 /// notes the display format and filter; the rest stays for Google Benchmark and CLI11.
 Arguments take_arguments(int& argc, char** argv) {
@@ -95,6 +105,14 @@ Arguments take_arguments(int& argc, char** argv) {
       continue;
     }
     if (starts_with(arg, "--benchmark_format=")) a.format = value("--benchmark_format=");
+    if (starts_with(arg, "--benchmark_min_time=")) {  // ours (see kOneIterationPerRepetition), not Google Benchmark's
+      a.min_time = value("--benchmark_min_time=");
+      a.for_children.emplace_back(arg);
+      continue;
+    }
+    if (starts_with(arg, "--benchmark_repetitions=") && a.invalid.empty()) {
+      a.repetitions = std::atoi(value("--benchmark_repetitions=").c_str());
+    }
     if (starts_with(arg, "--benchmark_filter=")) a.filter = value("--benchmark_filter=");
     if (!starts_with(arg, "--benchmark_format=") && !starts_with(arg, "--benchmark_filter=") &&
         std::strcmp(arg, "--isolate") != 0 && std::strcmp(arg, "--isolate=true") != 0) {
@@ -118,6 +136,8 @@ struct ProgramFlags {
   std::string variants = "quick";
   bool isolate = false, isolated_child = false;
   std::string peak_store;
+  double max_noise = -1.0, min_time = -1.0, timeout = -1.0;  ///< < 0: not given (the device's default)
+  int min_samples = -1;
 };
 
 /// Every flag checked before any work: one line and exit 2 for a bad value.
@@ -144,6 +164,10 @@ void read_flags(const ProgramFlags& flags, torchprobe::bench::SuiteOptions& opti
       seen.push_back(v);
     }
   }
+  if (flags.max_noise >= 0.0) options.stop.max_noise_pct = flags.max_noise;
+  if (flags.min_samples >= 0) options.stop.min_samples = flags.min_samples;
+  if (flags.min_time >= 0.0) options.stop.min_time_s = flags.min_time;
+  if (flags.timeout >= 0.0) options.stop.timeout_s = flags.timeout;
   options.op_selection.all = flags.op_set == "all";
   options.variants.full = flags.variants == "full";
 }
@@ -176,6 +200,11 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     }
     if (!args.out.empty()) io::check_writable(args.out);  // now, not after an hour of benchmarks
     read_flags(flags, options);
+    // Google Benchmark's --benchmark_min_time means what our --min-time does (every benchmark runs one iteration
+    // per repetition, in which the sampler decides how long it samples).
+    if (!args.min_time.empty() && !options.stop.min_time_s) options.stop.min_time_s = std::stod(args.min_time);
+    for (const auto& device : options.devices)
+      static_cast<void>(bench::stop_rule(options.stop, device));  // checked now
     if (!options.trace_dir.empty()) {
       if (flags.aten_nvtx) throw InputError("--trace and --aten-nvtx both use LibTorch's profiler: choose one");
       if (options.profile) throw InputError("--trace and --profile: profile mode is for nsys; --trace profiles by itself");
@@ -232,6 +261,14 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
         const bool said = w.code == "threads_exceed_cores" && flags.threads > available_cores();
         if (!said) std::fprintf(stderr, "torchprobe: warning: %s\n", w.message.c_str());
       }
+      if (!options.profile && !names.empty()) {
+        measure::StopRule widest = bench::stop_rule(
+            options.stop, options.devices.empty() ? torch::Device(torch::kCPU) : options.devices.front());
+        for (const auto& d : options.devices)
+          widest.timeout_s = std::max(widest.timeout_s, bench::stop_rule(options.stop, d).timeout_s);
+        std::fprintf(stderr, "torchprobe-bench: %s\n",
+                     bench::sampling_bound_text(names.size(), args.repetitions, widest).c_str());
+      }
       if (options.profile) {
         std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",
                      bench::kProfileSteps, nvtx::enabled() ? "" : " (this build has no NVTX ranges)");
@@ -274,8 +311,8 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
       reporter.before_runs = [] { bench::Progress::instance().clear_line(); };
       // The headline figures; every counter is in the results file (--benchmark_out) and `torchprobe report`.
       reporter.display = true;
-      reporter.shown_counters = {"images_per_s", "mfu_pct",  "epoch_s",     "peak_mem_mib",
-                                 "gflop_per_s",  "gb_per_s", "pct_of_roof", "skipped_steps"};
+      reporter.shown_counters = {"images_per_s", "mfu_pct",     "epoch_s",       "peak_mem_mib", "gflop_per_s",
+                                 "gb_per_s",     "pct_of_roof", "skipped_steps", "samples",      "noise_pct"};
       reporter.display_aggregates_only = args.display_aggregates_only;
       ran = benchmark::RunSpecifiedBenchmarks(&reporter);
       failed = reporter.failed;
@@ -321,9 +358,10 @@ int main(int argc, char** argv) {
       "torchprobe-bench"};
   app.footer(
       "Google Benchmark's own flags work as usual, e.g. --benchmark_filter=REGEX, --benchmark_repetitions=N,\n"
-      "--benchmark_min_time=SECONDS, --benchmark_list_tests. --benchmark_out=FILE (--benchmark_out_format=json,\n"
-      "csv or console) is rewritten after every finished benchmark and always holds a complete document (a device,\n"
-      "a pipe or /dev/stdout gets it once, at the end); a run that finishes nothing leaves it untouched.\n"
+      "--benchmark_list_tests; --benchmark_min_time=SECONDS sets --min-time. --benchmark_out=FILE\n"
+      "(--benchmark_out_format=json, csv or console) is rewritten after every finished benchmark and always\n"
+      "holds a complete document (a device, a pipe or /dev/stdout gets it once, at the end); a run that finishes\n"
+      "nothing leaves it untouched.\n"
       "SIGINT/SIGTERM: the current sample finishes, the finished benchmarks are kept, exit 130/143 (a second\n"
       "signal stops at once).");
   // A flag given twice: the last one wins (scripts/run.sh passes the suite's defaults first, the caller's flags after).
@@ -362,6 +400,20 @@ int main(int argc, char** argv) {
                  "Training steps per timed sample (0: ~1 ms of work on the CPU, ~5 ms on a GPU)")
       ->check(torchprobe::in_range(0, 100000))
       ->capture_default_str();
+  app.add_option("--max-noise", flags.max_noise,
+                 "Each repetition samples until the noise of its mean (relative standard error, %) is at most this "
+                 "(default: 1 on the CPU, 0.5 on GPUs)")
+      ->check(torchprobe::in_range(0.001, 100.0));
+  app.add_option("--min-samples", flags.min_samples, "... with at least this many samples (default 10)")
+      ->check(torchprobe::in_range(2, 1000000));
+  app.add_option("--min-time", flags.min_time,
+                 "... and at least this many seconds of measured time (default: 0.2 on the CPU, 0.25 on GPUs; "
+                 "--benchmark_min_time=S says the same)")
+      ->check(torchprobe::in_range(0.0, 86400.0));
+  app.add_option("--timeout", flags.timeout,
+                 "Stop a repetition's sampling after this many seconds whatever its noise (default 5; it keeps "
+                 "at least 2 samples, and says its noise)")
+      ->check(torchprobe::in_range(0.001, 86400.0));
   app.add_flag("--profile", options.profile,
                "Profiling mode: a few samples per benchmark, no statistics (for nsys; see scripts/profile.sh)");
   app.add_flag("--aten-nvtx", flags.aten_nvtx, "Also an NVTX range per ATen op with input shapes (CUDA LibTorch only)");
@@ -381,6 +433,11 @@ int main(int argc, char** argv) {
     }
   }
   const Arguments args = take_arguments(argc, argv);
-  benchmark::Initialize(&argc, argv);
-  return run_suites(argc, argv, app, args, options, flags);
+  std::vector<char*> kept(argv, argv + argc);
+  std::string one_iteration = kOneIterationPerRepetition;
+  kept.insert(kept.begin() + 1, one_iteration.data());  // the caller's own --benchmark_min_time was taken out above
+  kept.push_back(nullptr);
+  int kept_count = argc + 1;
+  benchmark::Initialize(&kept_count, kept.data());
+  return run_suites(kept_count, kept.data(), app, args, options, flags);
 }

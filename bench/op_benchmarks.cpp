@@ -33,16 +33,27 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
 
   // Rotating input sets: consecutive calls read inputs that are not in the last-level cache
   // (unless --op-input-sets says otherwise); --cold also flushes that cache before each sample.
-  std::vector<ops::OpInputs> sets;
-  sets.push_back(c.make_inputs());
-  const std::int64_t set_bytes = std::max<std::int64_t>(1, bytes_of(sets.front()));
-  int wanted = options.op_input_sets;
-  if (wanted <= 0) {
-    const double needed = std::ceil(2.0 * static_cast<double>(measure::cache_bytes(device)) / static_cast<double>(set_bytes));
-    wanted = static_cast<int>(std::clamp(needed, 1.0, static_cast<double>(kMaxInputSets)));
-    wanted = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kMaxRotationBytes / set_bytes)));
+  // Made once per op and kept for its later repetitions (up to 2 GiB of random numbers took ~1 s per
+  // repetition); the next op's sets replace them.
+  // Never destroyed: device tensors must not outlive their allocator in the static destructors at exit.
+  static std::string& sets_of = *new std::string;
+  static std::vector<ops::OpInputs>& sets = *new std::vector<ops::OpInputs>;
+  if (sets_of != c.name()) {
+    sets.clear();
+    sets_of.clear();
+    sets.push_back(c.make_inputs());
+    const std::int64_t set_bytes = std::max<std::int64_t>(1, bytes_of(sets.front()));
+    int wanted = options.op_input_sets;
+    if (wanted <= 0) {
+      const double needed =
+          std::ceil(2.0 * static_cast<double>(measure::cache_bytes(device)) / static_cast<double>(set_bytes));
+      wanted = static_cast<int>(std::clamp(needed, 1.0, static_cast<double>(kMaxInputSets)));
+      wanted =
+          static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kMaxRotationBytes / set_bytes)));
+    }
+    while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
+    sets_of = c.name();
   }
-  while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
   size_t next = 0;
 
   // The one measurement policy (warm-up: allocator growth, library handles, kernel selection). One call
@@ -58,10 +69,9 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
       [device] { measure::flush_cache(device); });
   sampler.warm_up();
   const int calls = sampler.calibrate(c.name());
-  const double total_ms = time_samples(state, sampler);
+  const double mean_s = time_until_stable(state, sampler, stop_rule(options.stop, device)).mean_ms / 1e3;
   // Raw counts and peaks go into the JSON so reports recompute from the median; the rates here
   // (from the mean) are for the console.
-  const double mean_s = total_ms / 1e3 / static_cast<double>(state.iterations());
   const double peak_flops = c.flops > 0 ? peak.gflop_per_s : NAN, peak_bytes = c.bandwidth_roof ? peak.gb_per_s : NAN;
   const RooflinePoint point = roofline(c.flops, c.bytes, mean_s, peak_flops, peak_bytes);
   state.counters["flops"] = c.flops;

@@ -132,6 +132,20 @@ void ResultsFile::write(bool last) {
   if (!path_.empty() && (last || rewritable_)) io::write_text_file(path_, document());
 }
 
+std::vector<benchmark::BenchmarkReporter::Run> per_call_cpu_time(std::vector<benchmark::BenchmarkReporter::Run> runs) {
+  using Run = benchmark::BenchmarkReporter::Run;
+  for (Run& run : runs) {
+    const auto it = run.counters.find(kCpuPerCallCounter);
+    if (it == run.counters.end()) continue;
+    const double value = it->second.value;
+    // A CV aggregate is a fraction (Google Benchmark's percentage unit); every other run holds seconds x iterations.
+    const bool cv = run.run_type == Run::RT_Aggregate && run.aggregate_name == "cv";
+    run.cpu_accumulated_time =
+        cv ? value : value / 1e3 * static_cast<double>(std::max<benchmark::IterationCount>(1, run.iterations));
+  }
+  return runs;
+}
+
 std::vector<benchmark::BenchmarkReporter::Run> for_display(std::vector<benchmark::BenchmarkReporter::Run> runs,
                                                            const std::set<std::string>& counters) {
   using Run = benchmark::BenchmarkReporter::Run;

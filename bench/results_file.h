@@ -85,6 +85,14 @@ bool run_failed(const Run& run, long) {
   return static_cast<int>(run.skipped) != 0;
 }
 
+/// The sampling thread's CPU ms per call, a counter of every benchmark that samples until its noise is low: there
+/// one Google Benchmark iteration is one repetition, and Google Benchmark's CPU time covers all of it.
+constexpr const char* kCpuPerCallCounter = "cpu_ms_per_call";
+/// Puts kCpuPerCallCounter in the place of Google Benchmark's CPU time (repetitions and the mean, median, stddev
+/// and CV aggregates, which Google Benchmark computed for the counter as for the time), so "CPU" is per call as
+/// "Time" is. Runs without the counter are left as they are.
+std::vector<benchmark::BenchmarkReporter::Run> per_call_cpu_time(std::vector<benchmark::BenchmarkReporter::Run> runs);
+
 /// What the console shows of one benchmark's runs (repetitions and aggregates): only the counters in `counters`
 /// (all when it is empty: Google Benchmark gives each counter a column, and a training step's ~30 made the table
 /// 250+ characters wide), and a millisecond benchmark whose median repetition is under 1 ms in microseconds (a 1 us
@@ -116,17 +124,25 @@ class RunReporter : public Base {
     before_runs();
     bool any_failed = false;
     for (const auto& run : runs) any_failed |= run_failed(run, 0);
-    // The benchmark a stop cut short is not a result; nor are those skipped after it.
-    if (any_failed && interrupt::requested()) return;
+    // The benchmark a stop cut short is not a result; nor are those skipped after it, nor the aggregates that
+    // Google Benchmark reports next from its repetitions that had finished.
+    if (!runs.empty() && runs.front().run_type == Base::Run::RT_Aggregate && runs.front().run_name.str() == dropped_)
+      return;
+    if (any_failed && interrupt::requested()) {
+      if (!runs.empty()) dropped_ = runs.front().run_name.str();
+      return;
+    }
     failed += any_failed ? 1 : 0;
     // Every run goes to the file; the display leaves the repetitions out when only aggregates were asked for.
     const bool repetitions = std::any_of(runs.begin(), runs.end(), [](const auto& r) {
       return r.run_type == Base::Run::RT_Iteration && r.repetitions > 1;
     });
-    if (!(display_aggregates_only && repetitions)) Base::ReportRuns(display ? for_display(runs, shown_counters) : runs);
+    const auto per_call = per_call_cpu_time(runs);
+    if (!(display_aggregates_only && repetitions))
+      Base::ReportRuns(display ? for_display(per_call, shown_counters) : per_call);
     if (!write_error.empty()) return;
     try {
-      file_.add(runs);
+      file_.add(per_call);
     } catch (const io::WriteError& e) {
       write_error = e.what();
       interrupt::request_stop("the results file cannot be written");
@@ -143,6 +159,7 @@ class RunReporter : public Base {
  private:
   ResultsFile& file_;
   bool quiet_context_;
+  std::string dropped_;  ///< the benchmark a stop cut short: its aggregates are left out too
 };
 
 }  // namespace torchprobe::bench

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <mutex>
 
 #include "progress.h"
+#include "results_file.h"
 #include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
 #include "torchprobe/interrupt.h"
@@ -111,6 +113,43 @@ double time_samples(benchmark::State& state, measure::Sampler& sampler) {
   return total_ms;
 }
 
+measure::StopRule stop_rule(const StopFlags& flags, const torch::Device& device) {
+  measure::StopRule rule = measure::default_stop_rule(device);
+  if (flags.max_noise_pct) rule.max_noise_pct = *flags.max_noise_pct;
+  if (flags.min_samples) rule.min_samples = *flags.min_samples;
+  if (flags.min_time_s) rule.min_time_s = *flags.min_time_s;
+  if (flags.timeout_s) rule.timeout_s = *flags.timeout_s;
+  measure::check_stop_rule(rule);
+  return rule;
+}
+
+measure::Measurement time_until_stable(benchmark::State& state, measure::Sampler& sampler,
+                                       const measure::StopRule& rule) {
+  measure::Measurement m;
+  while (state.KeepRunningBatch(1)) {
+    m = sampler.measure(rule);
+    state.SetIterationTime(m.mean_ms / 1e3);
+  }
+  state.counters["samples"] = static_cast<double>(m.per_call_ms.size());
+  state.counters["noise_pct"] = m.noise_pct;
+  state.counters["max_noise_pct"] = rule.max_noise_pct;
+  state.counters["timed_out"] = m.timed_out ? 1 : 0;
+  state.counters[kCpuPerCallCounter] = m.cpu_ms;
+  return m;
+}
+
+std::string sampling_bound_text(size_t benchmarks, int repetitions, const measure::StopRule& rule) {
+  const double warm_up_s = measure::Policy{}.warmup_s;
+  const double bound_s = static_cast<double>(benchmarks) * std::max(1, repetitions) * (rule.timeout_s + warm_up_s);
+  const auto s = static_cast<long>(std::ceil(bound_s));
+  const std::string clock = s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                                      : fmt::format("{}:{:02}", s / 60, s % 60);
+  return fmt::format(
+      "at most {} of sampling ({} benchmark(s) x {} repetition(s), each stopping once its noise is "
+      "under its target, or at {} s; most stop well before)",
+      clock, benchmarks, std::max(1, repetitions), rule.timeout_s);
+}
+
 /// TORCHPROBE_TEST_FAULT=PART:KIND, for tests: in the benchmarks whose name contains PART, "abort",
 /// "segv", "throw", "interrupt@N" (a SIGINT as the Nth repetition starts; its first sample then stops it), or
 /// "fill@FILE" (FILE written with zeros until its disk is full, once: the results written after this benchmark
@@ -193,7 +232,7 @@ std::vector<std::string> register_suites(const SuiteOptions& options,
   std::vector<std::string> names;
   if (selected(options, "train")) names = register_train_benchmarks(options, std::move(train_data), data_label);
   if (selected(options, "data")) {
-    const auto data_names = register_data_benchmarks();
+    const auto data_names = register_data_benchmarks(options);
     names.insert(names.end(), data_names.begin(), data_names.end());
   }
   if (selected(options, "op")) {

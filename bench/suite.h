@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ struct VariantSelection {
   std::vector<std::string> graphs;   ///< off, on (CUDA graphs; GPUs)
 };
 
+/// The stopping flags as given; an unset one takes the device's default.
+struct StopFlags {
+  std::optional<double> max_noise_pct, min_time_s, timeout_s;
+  std::optional<int> min_samples;
+};
+/// The device's default rule with the flags given applied.
+measure::StopRule stop_rule(const StopFlags& flags, const torch::Device& device);
+
 struct SuiteOptions {
   std::vector<torch::Device> devices;
   std::vector<std::string> models = {"net", "resnet18"};
@@ -48,6 +57,9 @@ struct SuiteOptions {
   bool cold = false;
   /// Op suite: rotating input sets per op; 0 picks enough to exceed twice the last-level cache.
   int op_input_sets = 0;
+  /// When each repetition stops sampling: the flags given (--max-noise, --min-samples, --min-time, --timeout)
+  /// over each device's measure::default_stop_rule.
+  StopFlags stop;
   /// Training suite: after timing, a Chrome trace of kTraceSteps steps per benchmark in this directory ("": none).
   std::string trace_dir;
 };
@@ -79,10 +91,20 @@ std::string train_benchmark_name(const TrainConfig& config);
 /// One config per device x model x batch size x variant, in that nesting order. Throws InputError
 /// for unknown axis values, or when the train suite is selected and no variant runs on any device.
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options);
-/// Google Benchmark's loop over samples of a calibrated sampler: each sample counts as
+/// Profile mode's loop (a fixed iteration count): each sample of a calibrated sampler counts as
 /// calls_per_sample() iterations (KeepRunningBatch) with its measured time, so reported times are per
-/// call and --benchmark_min_time bounds the real run time. Returns the total ms of every sample.
+/// call. Returns the total ms of every sample.
 double time_samples(benchmark::State& state, measure::Sampler& sampler);
+/// One repetition as one Google Benchmark iteration (register with Iterations(1)): the sampler samples until
+/// `rule` says stop, and the iteration's time is the measured mean per call. Adds the counters samples,
+/// noise_pct (the mean's relative standard error), max_noise_pct (the target), timed_out (1: the timeout
+/// stopped it above the target) and kCpuPerCallCounter (results_file.h).
+measure::Measurement time_until_stable(benchmark::State& state, measure::Sampler& sampler,
+                                       const measure::StopRule& rule);
+/// What a run will take at most, said before it starts: `benchmarks` x `repetitions` x the rule's timeout
+/// plus warm-up, e.g. "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its
+/// noise is under its target, or at 5 s; most stop well before)".
+std::string sampling_bound_text(size_t benchmarks, int repetitions, const measure::StopRule& rule);
 
 /// What every benchmark function does around its work: the progress line; a requested stop (a signal)
 /// honoured before it starts; every failure turned into Google Benchmark's SkipWithError with a one-line
@@ -109,7 +131,7 @@ std::vector<std::string> register_suites(const SuiteOptions& options,
 std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
                                                    DatasetSource train_data,
                                                    const std::string& data_label);
-std::vector<std::string> register_data_benchmarks();
+std::vector<std::string> register_data_benchmarks(const SuiteOptions& options);
 std::vector<std::string> register_op_benchmarks(const SuiteOptions& options);
 
 }  // namespace torchprobe::bench

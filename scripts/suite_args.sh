@@ -29,6 +29,8 @@ merge_suite_args() {
   suite=(--threads "$threads" --benchmark_repetitions="$repetitions")
   for ((i = 0; i < ${#defaults[@]}; i++)); do
     flag="${defaults[i]%%=*}"
+    # --benchmark_min_time is torchprobe-bench's --min-time under Google Benchmark's name.
+    [[ "$flag" == --min-time ]] && given --benchmark_min_time && flag=--benchmark_min_time
     if [[ "${defaults[i]}" == *=* ]]; then
       given "$flag" || suite+=("${defaults[i]}")
     else

@@ -111,6 +111,13 @@ torchprobe_cli_error(cli.bench_bad_dtype "rc=2.*torchprobe: error: unknown preci
 torchprobe_cli_error(cli.bench_bad_switch "rc=2.*torchprobe: error: --graphs: expected on or off, got 'yes'"
   ${bench_exe} --devices cpu --graphs yes --suites train)
 torchprobe_cli_error(cli.bench_bad_suite "rc=2.*torchprobe: error: unknown suite 'ops'" ${bench_exe} --suites ops)
+# The noise-based stop's flags: checked before any work.
+torchprobe_cli_error(cli.bench_bad_max_noise "rc=2.*torchprobe: error: --max-noise: Value 0 not in range 0\\.001 to 100"
+  ${bench_exe} --max-noise 0 --benchmark_list_tests)
+torchprobe_cli_error(cli.bench_bad_timeout "rc=2.*torchprobe: error: --timeout: .*nan"
+  ${bench_exe} --timeout nan --benchmark_list_tests)
+torchprobe_cli_error(cli.bench_bad_min_samples "rc=2.*torchprobe: error: --min-samples: Value 1 not in range 2 to 1000000"
+  ${bench_exe} --min-samples 1 --benchmark_list_tests)
 # Every flag checked at parse time: one line, exit 2, before any work.
 torchprobe_cli_error(cli.bench_negative_batch "rc=2.*torchprobe: error: --batch-sizes: -1 is out of range \\(1 to 65536\\)"
   ${bench_exe} --batch-sizes -1 --benchmark_list_tests)
@@ -203,7 +210,7 @@ add_test(NAME cli.bench_run COMMAND ${CMAKE_COMMAND} -DEXPECT_RC=1 -DSHOW_FILE=$
   ${bench_exe} --devices cpu --models net,resnet18 --batch-sizes 8 --variants quick --dtypes fp32 --suites train --threads 2
   --benchmark_min_time=0.05 --benchmark_out=${CMAKE_CURRENT_BINARY_DIR}/bench_run.json --benchmark_out_format=json)
 set_tests_properties(cli.bench_run PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
-  "rc=1.*\"torchprobe_run\": \"complete \\(2 of 2 benchmarks\\)\".*\"name\": \"train_step/net/cpu/batch:8/dtype:fp32/layout:nchw/manual_time\".*\"epoch_s\": [0-9.e+-]+.*\"forward_ms\": [0-9.e+-]+.*\"images_per_s\": [0-9.e+]+.*\"mfu_pct\": [0-9.e+-]+.*\"model_gflop_per_step\": 3\\.1282.*\"model_tflop_per_s\".*\"peak_mem_mib\".*\"peak_tflop_per_s\".*\"threads\": 2\\.0+e\\+00.*\"label\": \"synthetic data.*\"name\": \"train_step/resnet18/cpu/batch:8/dtype:fp32/layout:nchw/manual_time\".*\"error_message\": \"injected fault \\(TORCHPROBE_TEST_FAULT=resnet18/:throw\\)\"")
+  "rc=1.*torchprobe-bench: at most [0-9]+:[0-9][0-9] of sampling \\(2 benchmark\\(s\\) x 1 repetition\\(s\\), each stopping once its noise is under its target, or at 5 s.*\"torchprobe_run\": \"complete \\(2 of 2 benchmarks\\)\".*\"name\": \"train_step/net/cpu/batch:8/dtype:fp32/layout:nchw/manual_time\".*\"iterations\": 1,.*\"epoch_s\": [0-9.e+-]+.*\"forward_ms\": [0-9.e+-]+.*\"images_per_s\": [0-9.e+]+.*\"max_noise_pct\": 1\\.0+e\\+00.*\"mfu_pct\": [0-9.e+-]+.*\"model_gflop_per_step\": 3\\.1282.*\"model_tflop_per_s\".*\"noise_pct\": [0-9.e+-]+.*\"peak_mem_mib\".*\"peak_tflop_per_s\".*\"samples\": [0-9.e+]+.*\"threads\": 2\\.0+e\\+00.*\"timed_out\": [01]\\.0+e\\+00.*\"label\": \"synthetic data.*\"name\": \"train_step/resnet18/cpu/batch:8/dtype:fp32/layout:nchw/manual_time\".*\"error_message\": \"injected fault \\(TORCHPROBE_TEST_FAULT=resnet18/:throw\\)\"")
 # The console table shows the headline counters (a column each), not the ~30 the file keeps: in the file every name is
 # quoted, on the console a roof or phase counter would stand unquoted in the table's header.
 set_tests_properties(cli.bench_run PROPERTIES FAIL_REGULAR_EXPRESSION "[^\"](roof_[a-z_]+|forward_ms|model_gflop_per_step)[^\"]")

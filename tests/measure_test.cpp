@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <memory>
 
 #include "test_util.h"
+#include "torchprobe/input_error.h"
 
 using namespace torchprobe;
 
@@ -185,4 +188,122 @@ TEST(Measure, DefaultPolicyPerDevice) {
   const auto gpu = measure::default_policy(torch::Device(torch::kCUDA, 0));
   EXPECT_EQ(gpu.min_warmup_calls, 3);
   EXPECT_DOUBLE_EQ(gpu.sample_s, 5e-3);
+}
+
+namespace {
+
+// A sampler of one call per sample whose n-th call costs cost(n) ms of the fake clock; no warm-up.
+struct NoisyWork {
+  std::shared_ptr<FakeTime> time = std::make_shared<FakeTime>();
+  std::function<double(int)> cost;
+  int calls = 0;
+  measure::Sampler sampler() {
+    measure::Policy policy;
+    policy.warmup_s = 0.0;
+    policy.min_warmup_calls = 0;
+    policy.calls_per_sample = 1;
+    measure::Sampler s(policy, fake_clock(time), [this] { time->now_ms += cost(calls++); });
+    s.calibrate();
+    return s;
+  }
+};
+
+measure::StopRule rule(double max_noise_pct, int min_samples, double min_time_s, double timeout_s) {
+  measure::StopRule r;
+  r.max_noise_pct = max_noise_pct;
+  r.min_samples = min_samples;
+  r.min_time_s = min_time_s;
+  r.timeout_s = timeout_s;
+  return r;
+}
+
+}  // namespace
+
+TEST(Measure, RelativeStandardErrorIsTheMeansSpread) {
+  // mean 2.5, s = sqrt(5/3): s / (mean * sqrt(4)) = 25.8199%.
+  EXPECT_NEAR(measure::relative_standard_error_pct({4.0, 1.0, 3.0, 2.0}), 25.819888974716, 1e-9);
+  EXPECT_DOUBLE_EQ(measure::relative_standard_error_pct({2.0, 2.0, 2.0}), 0.0);
+  EXPECT_TRUE(std::isnan(measure::relative_standard_error_pct({2.0})));
+  EXPECT_TRUE(std::isnan(measure::relative_standard_error_pct({})));
+  EXPECT_TRUE(std::isnan(measure::relative_standard_error_pct({0.0, 0.0})));
+}
+
+TEST(Measure, SteadyWorkStopsAtTheMinimumCountOrTime) {
+  NoisyWork work;
+  work.cost = [](int) { return 2.0; };
+  auto sampler = work.sampler();
+  const auto m = sampler.measure(rule(1.0, 10, 0.0, 5.0));
+  EXPECT_EQ(m.per_call_ms.size(), 10u) << "no noise: the minimum count";
+  EXPECT_DOUBLE_EQ(m.noise_pct, 0.0);
+  EXPECT_DOUBLE_EQ(m.mean_ms, 2.0);
+  EXPECT_DOUBLE_EQ(m.measured_s, 0.02);
+  EXPECT_FALSE(m.timed_out);
+  EXPECT_EQ(sampler.measure(rule(1.0, 10, 0.1, 5.0)).per_call_ms.size(), 50u) << "0.1 s of 2 ms samples";
+}
+
+TEST(Measure, NoisyWorkSamplesUntilTheMeansNoiseIsUnderTheTarget) {
+  // Samples of 0.9 and 1.1 ms in turn, every seventh 1.6 ms (a CV of ~17%): the stop is the first count, from
+  // the minimum on, whose relative standard error is at most 1%; the reported noise is exactly that of the samples.
+  NoisyWork work;
+  work.cost = [](int n) { return n % 7 == 6 ? 1.6 : n % 2 == 0 ? 0.9 : 1.1; };
+  auto sampler = work.sampler();
+  const auto m = sampler.measure(rule(1.0, 10, 0.0, 60.0));
+  const size_t n = m.per_call_ms.size();
+  ASSERT_GT(n, 100u) << "a ~17% CV needs ~(17/1)^2 samples";
+  EXPECT_FALSE(m.timed_out);
+  EXPECT_NEAR(m.noise_pct, measure::relative_standard_error_pct(m.per_call_ms), 1e-9);
+  EXPECT_LE(m.noise_pct, 1.0);
+  const std::vector<double> one_fewer(m.per_call_ms.begin(), m.per_call_ms.end() - 1);
+  EXPECT_GT(measure::relative_standard_error_pct(one_fewer), 1.0)
+      << "it stops at the first count that meets the target";
+  double sum = 0.0;
+  for (const double v : m.per_call_ms) sum += v;
+  EXPECT_NEAR(m.mean_ms, sum / static_cast<double>(n), 1e-12);
+  EXPECT_NEAR(m.wall_s, sum / 1e3, 1e-12) << "the fake host clock moves only with the work";
+
+  // A looser target stops sooner.
+  NoisyWork loose;
+  loose.cost = work.cost;
+  auto loose_sampler = loose.sampler();
+  EXPECT_LT(loose_sampler.measure(rule(3.0, 10, 0.0, 60.0)).per_call_ms.size(), n / 4);
+}
+
+TEST(Measure, TheTimeoutStopsANoisyMeasurementAndSaysItsNoise) {
+  NoisyWork work;
+  work.cost = [](int n) { return n % 2 == 0 ? 1.0 : 3.0; };
+  auto sampler = work.sampler();
+  const auto m = sampler.measure(rule(0.01, 10, 0.0, 0.05));
+  EXPECT_TRUE(m.timed_out);
+  EXPECT_EQ(m.per_call_ms.size(), 26u) << "25 samples of 1 and 3 ms make 49 ms, the 26th passes the 50 ms timeout";
+  EXPECT_GT(m.noise_pct, 0.01);
+  EXPECT_NEAR(m.noise_pct, measure::relative_standard_error_pct(m.per_call_ms), 1e-9);
+
+  // The timeout keeps at least 2 samples, so the noise is known, even when one sample outlasts it.
+  NoisyWork slow;
+  slow.cost = [](int n) { return n % 2 == 0 ? 100.0 : 120.0; };
+  auto slow_sampler = slow.sampler();
+  const auto two = slow_sampler.measure(rule(1.0, 10, 0.0, 0.01));
+  EXPECT_EQ(two.per_call_ms.size(), 2u);
+  EXPECT_TRUE(two.timed_out);
+  EXPECT_TRUE(std::isfinite(two.noise_pct));
+}
+
+TEST(Measure, StopRulesPerDeviceAndTheirChecks) {
+  const auto cpu = measure::default_stop_rule(torch::Device(torch::kCPU));
+  EXPECT_DOUBLE_EQ(cpu.max_noise_pct, 1.0);
+  EXPECT_EQ(cpu.min_samples, 10);
+  EXPECT_DOUBLE_EQ(cpu.min_time_s, 0.2);
+  EXPECT_DOUBLE_EQ(cpu.timeout_s, 5.0);
+  const auto gpu = measure::default_stop_rule(torch::Device(torch::kCUDA, 0));
+  EXPECT_DOUBLE_EQ(gpu.max_noise_pct, 0.5);
+  EXPECT_DOUBLE_EQ(gpu.min_time_s, 0.25);
+  EXPECT_NO_THROW(measure::check_stop_rule(cpu));
+  EXPECT_THROW_WITH(measure::check_stop_rule(rule(0.0, 10, 0.2, 5.0)), InputError,
+                    "--max-noise: expected a percentage");
+  EXPECT_THROW_WITH(measure::check_stop_rule(rule(NAN, 10, 0.2, 5.0)), InputError, "--max-noise");
+  EXPECT_THROW_WITH(measure::check_stop_rule(rule(1.0, 1, 0.2, 5.0)), InputError,
+                    "--min-samples: expected 2 to 1000000, got 1");
+  EXPECT_THROW_WITH(measure::check_stop_rule(rule(1.0, 10, -1.0, 5.0)), InputError, "--min-time");
+  EXPECT_THROW_WITH(measure::check_stop_rule(rule(1.0, 10, 0.2, 0.0)), InputError, "--timeout");
+  EXPECT_THROW_WITH(measure::check_stop_rule(rule(1.0, 10, 0.2, INFINITY)), InputError, "--timeout");
 }

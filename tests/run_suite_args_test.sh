@@ -3,7 +3,7 @@
 # Usage: run_suite_args_test.sh SUITE_ARGS_SH
 set -euo pipefail
 source "$1"
-defaults=(--batch-sizes 4,64 --op-set core --benchmark_min_time=0.2)
+defaults=(--batch-sizes 4,64 --op-set core --min-samples 5 --min-time 0.1 --timeout 1.5)
 show() {
   threads=2 repetitions=3
   merge_suite_args

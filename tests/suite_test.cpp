@@ -107,6 +107,27 @@ TEST(Suite, ProgressCountsWhatTheFilterSelects) {
             (std::vector<std::string>{"train_step/net/cpu/batch:4", "train_step/resnet18/cpu/batch:4"}));
 }
 
+TEST(Suite, TheStopRuleIsTheDevicesWithTheFlagsGivenAndTheBoundIsSaidBeforeTheRun) {
+  bench::StopFlags flags;
+  const torch::Device cpu(torch::kCPU), gpu(torch::kCUDA, 0);
+  EXPECT_DOUBLE_EQ(bench::stop_rule(flags, cpu).max_noise_pct, 1.0);
+  EXPECT_DOUBLE_EQ(bench::stop_rule(flags, gpu).max_noise_pct, 0.5);
+  flags.max_noise_pct = 2.0;
+  flags.timeout_s = 3.0;
+  const auto given = bench::stop_rule(flags, gpu);
+  EXPECT_DOUBLE_EQ(given.max_noise_pct, 2.0);
+  EXPECT_DOUBLE_EQ(given.timeout_s, 3.0);
+  EXPECT_DOUBLE_EQ(given.min_time_s, 0.25) << "what is not given stays the device's";
+  flags.min_samples = 1;
+  EXPECT_THROW_WITH(bench::stop_rule(flags, cpu), InputError, "--min-samples");
+  // 17 benchmarks x 3 repetitions x (5 s + 0.2 s of warm-up) = 265.2 s: 4:26 at most.
+  EXPECT_EQ(bench::sampling_bound_text(17, 3, measure::default_stop_rule(cpu)),
+            "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its noise is under its "
+            "target, or at 5 s; most stop well before)");
+  EXPECT_NE(bench::sampling_bound_text(700, 5, measure::default_stop_rule(cpu)).find("at most 5:03:20 "),
+            std::string::npos);
+}
+
 TEST(Suite, UnknownSuiteIsRejected) {
   EXPECT_THROW_WITH(bench::check_suites({"train", "ops"}), InputError, "unknown suite 'ops' (known: train, data, op)");
 }

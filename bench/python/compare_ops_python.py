@@ -45,13 +45,18 @@ OPS = {
 }
 
 
+# The roofs torchprobe-bench measures before its first op (~7 s on 2 cores), once for all rounds.
+PEAK_STORE = os.path.join(tempfile.mkdtemp(prefix="torchprobe-fidelity-"), "peaks.json")
+
+
 def run_cpp(bench, name, threads, min_time):
-    """Median time per call in us of one op, and the LibTorch version."""
+    """Time per call in us of one op (the mean of its samples), and the LibTorch version."""
     op = name.split("/")[1]
     pattern = "^" + name.removesuffix("/dtype:fp32" if name.startswith("op/copy/") else "") + "/manual_time$"
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([bench, "--devices", "cpu", "--suites", "op", "--op-set", "core", "--ops", op, "--op-input-sets", "1",
                         "--threads", str(threads), f"--benchmark_filter={pattern}", f"--benchmark_min_time={min_time}",
+                        "--peak-store", PEAK_STORE,
                         f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         doc = json.load(open(out.name))
@@ -61,8 +66,15 @@ def run_cpp(bench, name, threads, min_time):
 
 
 def run_python(name, threads, min_time):
+    """Median time per call in us of one op under torch.utils.benchmark.Timer, its inputs made here and handed
+    over as globals. Made by the Timer's own setup string instead, the inputs of conv2d and copy read 1.6-1.9x
+    slower on the Emerald Rapids VM (26.5 against 16.0 ms; 5.5 against 2.7 ms) than a plain perf_counter loop
+    and than the same Timer with globals, which agree with each other: an effect of that setup path, not of
+    the ops (reports/cpu-xeon-emr-2vcpu/README.md)."""
     setup, stmt = OPS[name]
-    timer = tb.Timer(stmt=stmt, setup=setup, globals={"torch": torch}, num_threads=threads)
+    scope = {"torch": torch}
+    exec(setup, scope)
+    timer = tb.Timer(stmt=stmt, globals=scope, num_threads=threads)
     return timer.blocked_autorange(min_run_time=min_time).median * 1e6
 
 

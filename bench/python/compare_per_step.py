@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Per-step minimum and median of torchprobe-bench (1-iteration repetitions) vs the Python loop for
+"""Per-step minimum and median of torchprobe-bench (repetitions of 2 samples, its least: --min-samples 2
+--min-time 0 --max-noise 100) vs the Python loop for
 net at batch 64 and 256, alternating in chunks. Run from the project root after building."""
 import json, subprocess, statistics as st, sys
 sys.path.insert(0, "bench/python"); import torch, train_step_reference as r
@@ -10,7 +11,8 @@ for batch in (64, 256):
         for side in (("cpp", "py") if chunk % 2 == 0 else ("py", "cpp")):
             if side == "cpp":
                 out = subprocess.run(["build/bench/torchprobe-bench", "--devices", "cpu", "--models", "net", "--batch-sizes",
-                                      str(batch), "--suites", "train", "--threads", "2", "--benchmark_min_time=0.000001",
+                                      str(batch), "--suites", "train", "--threads", "2", "--min-samples", "2",
+                                      "--min-time", "0", "--max-noise", "100",
                                       "--benchmark_repetitions=15", "--benchmark_format=json"], capture_output=True, text=True).stdout
                 cpp += [b["real_time"] for b in json.loads(out)["benchmarks"] if b["run_type"] == "iteration"]
             else:

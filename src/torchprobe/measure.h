@@ -30,6 +30,40 @@ struct Policy {
 /// so the one synchronisation that closes a sample is amortised.
 Policy default_policy(const torch::Device& device);
 
+/// When a measurement has enough samples (nvbench's stopping criterion, judged on the mean the benchmark
+/// reports): once its noise, the relative standard error of the mean per-call time (s / (mean * sqrt(n)),
+/// over the samples), is at most max_noise_pct, with at least min_samples samples and at least min_time_s of
+/// measured time; or, whatever the noise, once timeout_s of host time have passed since the first sample (with
+/// at least 2 samples, so the noise is known). A measurement that hit the timeout keeps its noise, above the target.
+struct StopRule {
+  double max_noise_pct = 1.0;
+  int min_samples = 10;
+  double min_time_s = 0.2;
+  double timeout_s = 5.0;
+};
+/// The defaults, chosen by measurement (docs/measurement.md): on the CPU 1% noise, 10 samples, 0.2 s, 5 s;
+/// on a GPU, whose kernels repeat more tightly, 0.5%, 10 samples, 0.25 s, 5 s.
+StopRule default_stop_rule(const torch::Device& device);
+/// The rule's values checked as flags are (one line naming the flag; exit 2 at the CLI): noise in (0, 100],
+/// samples 2 to 1e6, times 0 to 86400 s. Throws InputError.
+void check_stop_rule(const StopRule& rule);
+
+/// The relative standard error of the mean of `values` in %: s / (mean * sqrt(n)) with the sample standard
+/// deviation (n - 1); NaN for fewer than 2 values or a mean <= 0.
+double relative_standard_error_pct(const std::vector<double>& values);
+
+/// What a noise-stopped measurement took and found.
+struct Measurement {
+  std::vector<double> per_call_ms;  ///< each sample's time per call
+  int calls_per_sample = 1;
+  double mean_ms = 0.0;     ///< per call: the samples' total time over their calls
+  double noise_pct = 0.0;   ///< relative standard error of mean_ms in % (NaN with one sample)
+  double measured_s = 0.0;  ///< the samples' total time
+  double wall_s = 0.0;      ///< host time from the first sample's start to the last one's end
+  double cpu_ms = 0.0;      ///< per call: the sampling thread's CPU time over all calls (Google Benchmark's "CPU")
+  bool timed_out = false;   ///< stopped by the timeout with the noise above the target
+};
+
 /// Where time comes from: the device's timeline for samples, a wait for queued work, and the host's
 /// steady clock for the warm-up's time budget. Tests substitute a fake.
 struct Clock {
@@ -49,10 +83,10 @@ class Sampler {
 
   /// Runs calls until both warm-up bounds are met, then waits for the device; returns the calls made.
   int warm_up();
-  /// Sets the calls per sample: the policy's fixed count, 1 in cold mode, or from one timed call,
-  /// clamped to [1, max_calls_per_sample]. With a `stable_key`, the first count chosen for that key
-  /// in this process is kept for every later calibration with the same key: Google Benchmark needs
-  /// every repetition of a benchmark to count the same iterations per sample.
+  /// Sets the calls per sample: the policy's fixed count, 1 in cold mode, 1 when the last warm-up call took
+  /// at least two samples' time, or else from one timed call, clamped to [1, max_calls_per_sample]. With a
+  /// `stable_key`, the first count chosen for that key in this process is kept for every later calibration with the
+  /// same key: Google Benchmark needs every repetition of a benchmark to count the same iterations per sample.
   int calibrate(const std::string& stable_key = "");
   int calls_per_sample() const { return calls_per_sample_; }
   /// One sample: calls_per_sample() calls between two marks; returns the sample's ms (all its calls).
@@ -60,6 +94,8 @@ class Sampler {
   /// warm_up(), calibrate(), then `samples` samples (and more until `min_seconds` of the clock have
   /// passed); returns the per-call ms of each sample.
   std::vector<double> run(int samples, double min_seconds = 0.0);
+  /// Samples (after warm_up() and calibrate()) until `rule` says stop; see StopRule.
+  Measurement measure(const StopRule& rule);
   /// `calls` calls with a mark after each and a single wait at the end (no synchronisation between
   /// calls, so GPU work stays queued); returns each call's ms. For loops that must see every call.
   std::vector<double> per_call(int calls);
@@ -71,6 +107,7 @@ class Sampler {
   std::function<void()> call_, before_sample_, flush_;
   std::unique_ptr<backend::Timeline> timeline_;
   int calls_per_sample_ = 1;
+  double last_warmup_call_s_ = 0.0;  ///< host time of the last warm-up call and its wait
 };
 
 /// Puts glibc's allocator where a long-running training process ends up by itself, before anything is

@@ -324,6 +324,23 @@ Table other_table(const ResultSet& results) {
   return t;
 }
 
+/// How each benchmark was sampled: the samples per repetition and the noise of each repetition's mean (both the
+/// median over repetitions), its target, and the spread of the repetitions themselves (their CV). Only benchmarks
+/// whose program stopped on noise report samples.
+Table sampling_table(const ResultSet& results) {
+  Table t;
+  t.header = {"benchmark", "device", "repetitions", "samples", "noise", "target", "CV over repetitions"};
+  t.right_aligned = {false, false, true, true, true, true, true};
+  for (const auto& r : results.results) {
+    if (r.failed() || !r.has("samples")) continue;
+    const double noise = r.counter("noise_pct");
+    t.add({r.name, r.device_label, std::to_string(r.repetitions), fmt::format("{:.0f}", r.counter("samples")),
+           std::isfinite(noise) ? format_pct(noise) + (noise_above_target(r) ? " (timeout)" : "") : "-",
+           r.has("max_noise_pct") ? format_pct(r.counter("max_noise_pct")) : "-", cv_cell(r)});
+  }
+  return t;
+}
+
 // A run's context as Markdown: every field comes from the results file, so each is escaped.
 std::string context_line(const RunContext& c) {
   std::string line = "host " + markdown_code(c.host.empty() ? "?" : c.host);
@@ -428,6 +445,16 @@ std::string to_markdown(const ResultSet& results, const std::vector<Chart>& char
   }
   const Table others = other_table(results);
   if (!others.rows.empty()) out += "\n## Other benchmarks\n" + chart_links(charts, "other") + "\n" + others.markdown();
+
+  const Table sampling = sampling_table(results);
+  if (!sampling.rows.empty()) {
+    out +=
+        "\n## Sampling\n\nEach repetition took samples until the noise of its mean (the relative standard error: "
+        "the samples' standard deviation over the mean and the square root of their count) was under the target, "
+        "with a minimum count and time, or until its timeout; samples and noise are the median over repetitions, "
+        "the CV is the repetitions' own spread.\n\n" +
+        sampling.markdown();
+  }
 
   const auto lines = warnings(results, options.noise_cv_pct);
   if (!lines.empty()) {

@@ -168,6 +168,10 @@ std::vector<PeakRow> peak_rows(const ResultSet& results) {
   return rows;
 }
 
+bool noise_above_target(const Result& r) {
+  return r.has("noise_pct") && r.has("max_noise_pct") && r.counter("noise_pct") > r.counter("max_noise_pct");
+}
+
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct) {
   std::vector<std::string> lines;
   for (const auto& c : results.contexts) {
@@ -190,6 +194,14 @@ std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct)
       lines.push_back(fmt::format("{}: CV {} over {} repetitions exceeds the {} noise threshold; treat its "
                                   "differences with care, or add repetitions on a quieter host",
                                   name, format_pct(r.cv_pct), r.repetitions, format_pct(noise_cv_pct)));
+    }
+    if (noise_above_target(r)) {
+      lines.push_back(
+          fmt::format("{}: the timeout stopped its sampling with the noise of its mean at {} (target {}, "
+                      "{} samples per repetition): a slow or unsteady benchmark; give it a longer "
+                      "--timeout or a quieter host",
+                      name, format_pct(r.counter("noise_pct")), format_pct(r.counter("max_noise_pct")),
+                      fmt::format("{:.0f}", r.counter("samples"))));
     }
     if (r.suite == "dist_train" && efficiency_above_noise(r.counter("scaling_efficiency"))) {
       lines.push_back(fmt::format("{}: scaling efficiency {}. {}", name,

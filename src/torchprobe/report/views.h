@@ -97,5 +97,8 @@ constexpr double kPhaseSumTolerance = 0.25;
 /// CPU step that differs from the sum of its phases, figures above their roof, failed or skipped runs.
 /// They are Markdown: names as code spans, other text from the files escaped (torchprobe/escape.h).
 std::vector<std::string> warnings(const ResultSet& results, double noise_cv_pct);
+/// Whether the benchmark's sampling ended above its noise target (its timeout stopped it): the noise_pct and
+/// max_noise_pct counters, median over repetitions.
+bool noise_above_target(const Result& r);
 
 }  // namespace torchprobe::report

@@ -336,8 +336,10 @@ if(TORCHPROBE_HAS_DIST)
   endforeach()
   set_tests_properties(cli.launch_multinode PROPERTIES LABELS "cli;multinode")
   # The scaling report: dist train at world sizes 1 and 2, one report with a row per world size.
+  # The efficiency's figure depends on the host's load (a busy ASan run read 112.9% at world 2): above 100% it
+  # carries its flag, which the pattern allows.
   torchprobe_cli_rc(cli.scaling_report 0
-    "rc=0.*dist_train scaling.*dist_train/net/cpu/batch:8/engine:gloo +1 +[0-9.]+ .*dist_train/net/cpu/batch:8/engine:gloo +2 +[0-9.]+ +[0-9 .]+ +[0-9.]+% +[0-9.]+ +[0-9.]+% +[0-9.]+"
+    "rc=0.*dist_train scaling.*dist_train/net/cpu/batch:8/engine:gloo +1 +[0-9.]+ .*dist_train/net/cpu/batch:8/engine:gloo +2 +[0-9.]+ +[0-9 .]+ +[0-9.]+%( \\(above 100%: see Warnings\\))? +[0-9.]+ +[0-9.]+% +[0-9.]+"
     ${PROJECT_SOURCE_DIR}/scripts/scaling.sh --sizes 1,2 --out ${CMAKE_CURRENT_BINARY_DIR}/scaling $<TARGET_FILE:torchprobe>
     --model net --batch 8 --steps 4 --warmup 1 --repetitions 2 --threads 1)
   torchprobe_cli_error(cli.scaling_bad_sizes "rc=2.*torchprobe: error: --sizes: 'two' is not a world size >= 1"

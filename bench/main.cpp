@@ -203,8 +203,6 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     // Google Benchmark's --benchmark_min_time means what our --min-time does (every benchmark runs one iteration
     // per repetition, in which the sampler decides how long it samples).
     if (!args.min_time.empty() && !options.stop.min_time_s) options.stop.min_time_s = std::stod(args.min_time);
-    for (const auto& device : options.devices)
-      static_cast<void>(bench::stop_rule(options.stop, device));  // checked now
     if (!options.trace_dir.empty()) {
       if (flags.aten_nvtx) throw InputError("--trace and --aten-nvtx both use LibTorch's profiler: choose one");
       if (options.profile) throw InputError("--trace and --profile: profile mode is for nsys; --trace profiles by itself");
@@ -262,12 +260,11 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
         if (!said) std::fprintf(stderr, "torchprobe: warning: %s\n", w.message.c_str());
       }
       if (!options.profile && !names.empty()) {
-        measure::StopRule widest = bench::stop_rule(
-            options.stop, options.devices.empty() ? torch::Device(torch::kCPU) : options.devices.front());
+        double timeout_s = bench::stop_rule(options.stop, torch::Device(torch::kCPU)).timeout_s;  // data: host work
         for (const auto& d : options.devices)
-          widest.timeout_s = std::max(widest.timeout_s, bench::stop_rule(options.stop, d).timeout_s);
+          timeout_s = std::max(timeout_s, bench::stop_rule(options.stop, d).timeout_s);
         std::fprintf(stderr, "torchprobe-bench: %s\n",
-                     bench::sampling_bound_text(names.size(), args.repetitions, widest).c_str());
+                     bench::sampling_bound_text(names.size(), args.repetitions, timeout_s).c_str());
       }
       if (options.profile) {
         std::fprintf(stderr, "torchprobe-bench: profile mode: %d steps per training benchmark, no statistics%s\n",

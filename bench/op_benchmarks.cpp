@@ -36,11 +36,15 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
   // Made once per op and kept for its later repetitions (up to 2 GiB of random numbers took ~1 s per
   // repetition); the next op's sets replace them.
   // Never destroyed: device tensors must not outlive their allocator in the static destructors at exit.
-  static std::string& sets_of = *new std::string;
-  static std::vector<ops::OpInputs>& sets = *new std::vector<ops::OpInputs>;
-  if (sets_of != c.name()) {
+  struct Inputs {
+    std::string op;  ///< whose sets these are ("" while they are being made)
+    std::vector<ops::OpInputs> sets;
+  };
+  static Inputs& kept = *new Inputs;
+  std::vector<ops::OpInputs>& sets = kept.sets;
+  if (kept.op != c.name()) {
+    kept.op.clear();
     sets.clear();
-    sets_of.clear();
     sets.push_back(c.make_inputs());
     const std::int64_t set_bytes = std::max<std::int64_t>(1, bytes_of(sets.front()));
     int wanted = options.op_input_sets;
@@ -52,7 +56,7 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
           static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kMaxRotationBytes / set_bytes)));
     }
     while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
-    sets_of = c.name();
+    kept.op = c.name();
   }
   size_t next = 0;
 

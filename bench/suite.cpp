@@ -138,16 +138,16 @@ measure::Measurement time_until_stable(benchmark::State& state, measure::Sampler
   return m;
 }
 
-std::string sampling_bound_text(size_t benchmarks, int repetitions, const measure::StopRule& rule) {
+std::string sampling_bound_text(size_t benchmarks, int repetitions, double timeout_s) {
   const double warm_up_s = measure::Policy{}.warmup_s;
-  const double bound_s = static_cast<double>(benchmarks) * std::max(1, repetitions) * (rule.timeout_s + warm_up_s);
+  const double bound_s = static_cast<double>(benchmarks) * std::max(1, repetitions) * (timeout_s + warm_up_s);
   const auto s = static_cast<long>(std::ceil(bound_s));
   const std::string clock = s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
                                       : fmt::format("{}:{:02}", s / 60, s % 60);
   return fmt::format(
       "at most {} of sampling ({} benchmark(s) x {} repetition(s), each stopping once its noise is "
       "under its target, or at {} s; most stop well before)",
-      clock, benchmarks, std::max(1, repetitions), rule.timeout_s);
+      clock, benchmarks, std::max(1, repetitions), timeout_s);
 }
 
 /// TORCHPROBE_TEST_FAULT=PART:KIND, for tests: in the benchmarks whose name contains PART, "abort",

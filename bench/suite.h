@@ -95,16 +95,17 @@ std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options);
 /// calls_per_sample() iterations (KeepRunningBatch) with its measured time, so reported times are per
 /// call. Returns the total ms of every sample.
 double time_samples(benchmark::State& state, measure::Sampler& sampler);
-/// One repetition as one Google Benchmark iteration (register with Iterations(1)): the sampler samples until
+/// One repetition as one Google Benchmark iteration (main.cpp runs Google Benchmark with a zero minimum time, so
+/// it stops after one): the sampler samples until
 /// `rule` says stop, and the iteration's time is the measured mean per call. Adds the counters samples,
 /// noise_pct (the mean's relative standard error), max_noise_pct (the target), timed_out (1: the timeout
 /// stopped it above the target) and kCpuPerCallCounter (results_file.h).
 measure::Measurement time_until_stable(benchmark::State& state, measure::Sampler& sampler,
                                        const measure::StopRule& rule);
-/// What a run will take at most, said before it starts: `benchmarks` x `repetitions` x the rule's timeout
-/// plus warm-up, e.g. "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its
+/// What a run will take at most, said before it starts: `benchmarks` x `repetitions` x (`timeout_s` plus the
+/// warm-up), e.g. "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its
 /// noise is under its target, or at 5 s; most stop well before)".
-std::string sampling_bound_text(size_t benchmarks, int repetitions, const measure::StopRule& rule);
+std::string sampling_bound_text(size_t benchmarks, int repetitions, double timeout_s);
 
 /// What every benchmark function does around its work: the progress line; a requested stop (a signal)
 /// honoured before it starts; every failure turned into Google Benchmark's SkipWithError with a one-line

@@ -38,8 +38,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kRotatingBatches = 4;          // distinct host batches cycled through
-constexpr double kPhaseBudgetSeconds =
-    1.0;  // instrumented pass: up to 5 steps, the first and those that end within this
+// Instrumented pass: up to kMaxPhaseSteps steps, the first and those that end within the budget.
+constexpr double kPhaseBudgetSeconds = 1.0;
 constexpr int kMaxPhaseSteps = 5;
 constexpr std::int64_t kEpochImages = 50000;  // CIFAR-10's training set
 
@@ -66,6 +66,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
                     const std::shared_ptr<const data::Dataset>& dataset, int requested_steps_per_sample, bool profile,
                     const std::string& trace_dir, const measure::StopRule& stop) {
   if (config.batch_size < 1) throw InputError(fmt::format("batch size must be >= 1, got {}", config.batch_size));
+  const std::string name = train_benchmark_name(config);
   const torch::Device device = config.device;
   const TrainVariant& variant = config.variant;
   // The roof for the model-FLOPs utilisation: the compute roof at the precision the convolutions run in
@@ -108,7 +109,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
   policy.calls_per_sample = requested_steps_per_sample;
   measure::Sampler sampler(policy, measure::device_clock(device), [&] { loss = run_one(); });
   sampler.warm_up();
-  const int steps_per_sample = sampler.calibrate(train_benchmark_name(config));
+  const int steps_per_sample = sampler.calibrate(name);
   backend::profiler_capture_start();
   // Profile mode: a fixed number of steps (Google Benchmark's iterations); otherwise samples until the noise is low.
   const double mean_ms = profile ? time_samples(state, sampler) /
@@ -144,13 +145,9 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
     // and process (its first repetition), the same split reported by every repetition.
     static std::mutex mutex;
     static std::map<std::string, std::array<double, train::kPhaseCount>> measured;
-    const std::string name = train_benchmark_name(config);
-    std::optional<std::array<double, train::kPhaseCount>> split;
-    {
-      const std::lock_guard<std::mutex> lock(mutex);
-      if (const auto it = measured.find(name); it != measured.end()) split = it->second;
-    }
-    if (!split) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto split = measured.find(name);
+    if (split == measured.end()) {
       std::array<std::vector<double>, train::kPhaseCount> phase_ms;
       const auto timeline = backend::make_timeline(device);
       const auto phase_start = Clock::now();
@@ -162,15 +159,15 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
         last_s = seconds_since(step_start);
         for (int p = 0; p < train::kPhaseCount; ++p) phase_ms[p].push_back(phases[p]);
       }
-      split.emplace();
-      for (int p = 0; p < train::kPhaseCount; ++p) (*split)[p] = median(phase_ms[p]);
-      const std::lock_guard<std::mutex> lock(mutex);
-      measured[name] = *split;
+      std::array<double, train::kPhaseCount> medians{};
+      for (int p = 0; p < train::kPhaseCount; ++p) medians[p] = median(phase_ms[p]);
+      split = measured.emplace(name, medians).first;
     }
-    for (int p = 0; p < train::kPhaseCount; ++p)
-      state.counters[std::string(train::kPhaseNames[p]) + "_ms"] = (*split)[p];
+    for (int p = 0; p < train::kPhaseCount; ++p) {
+      state.counters[std::string(train::kPhaseNames[p]) + "_ms"] = split->second[p];
+    }
   }
-  if (!trace_dir.empty()) write_trace(trace_dir, train_benchmark_name(config), device, [&] { (void)run_one(); });
+  if (!trace_dir.empty()) write_trace(trace_dir, name, device, [&] { (void)run_one(); });
   state.counters["peak_mem_mib"] = static_cast<double>(peak_bytes) / (1024.0 * 1024.0);
   state.counters["batch"] = static_cast<double>(config.batch_size);
   state.counters["threads"] = at::get_num_threads();

@@ -121,10 +121,10 @@ TEST(Suite, TheStopRuleIsTheDevicesWithTheFlagsGivenAndTheBoundIsSaidBeforeTheRu
   flags.min_samples = 1;
   EXPECT_THROW_WITH(bench::stop_rule(flags, cpu), InputError, "--min-samples");
   // 17 benchmarks x 3 repetitions x (5 s + 0.2 s of warm-up) = 265.2 s: 4:26 at most.
-  EXPECT_EQ(bench::sampling_bound_text(17, 3, measure::default_stop_rule(cpu)),
+  EXPECT_EQ(bench::sampling_bound_text(17, 3, measure::default_stop_rule(cpu).timeout_s),
             "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its noise is under its "
             "target, or at 5 s; most stop well before)");
-  EXPECT_NE(bench::sampling_bound_text(700, 5, measure::default_stop_rule(cpu)).find("at most 5:03:20 "),
+  EXPECT_NE(bench::sampling_bound_text(700, 5, measure::default_stop_rule(cpu).timeout_s).find("at most 5:03:20 "),
             std::string::npos);
 }
 

@@ -55,13 +55,12 @@ double relative_standard_error_pct(const std::vector<double>& values);
 /// What a noise-stopped measurement took and found.
 struct Measurement {
   std::vector<double> per_call_ms;  ///< each sample's time per call
-  int calls_per_sample = 1;
-  double mean_ms = 0.0;     ///< per call: the samples' total time over their calls
-  double noise_pct = 0.0;   ///< relative standard error of mean_ms in % (NaN with one sample)
-  double measured_s = 0.0;  ///< the samples' total time
-  double wall_s = 0.0;      ///< host time from the first sample's start to the last one's end
-  double cpu_ms = 0.0;      ///< per call: the sampling thread's CPU time over all calls (Google Benchmark's "CPU")
-  bool timed_out = false;   ///< stopped by the timeout with the noise above the target
+  double mean_ms = 0.0;             ///< per call: the samples' total time over their calls
+  double noise_pct = 0.0;           ///< relative standard error of mean_ms in % (NaN with one sample)
+  double measured_s = 0.0;          ///< the samples' total time
+  double wall_s = 0.0;              ///< host time from the first sample's start to the last one's end
+  double cpu_ms = 0.0;     ///< per call: the sampling thread's CPU time over all calls (Google Benchmark's "CPU")
+  bool timed_out = false;  ///< stopped by the timeout with the noise above the target
 };
 
 /// Where time comes from: the device's timeline for samples, a wait for queued work, and the host's

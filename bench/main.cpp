@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -203,6 +204,9 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     // Google Benchmark's --benchmark_min_time means what our --min-time does (every benchmark runs one iteration
     // per repetition, in which the sampler decides how long it samples).
     if (!args.min_time.empty() && !options.stop.min_time_s) options.stop.min_time_s = std::stod(args.min_time);
+    // A CPU without bf16 instructions emulates bf16 at a few GFLOP/s: the quick subset leaves it out (said below).
+    const CoreFlops cpu_flops = core_flops(read_cpu_info());
+    options.cpu_native_bf16 = !(cpu_flops.fp32 > 0.0 && cpu_flops.bf16 == 0.0);
     if (!options.trace_dir.empty()) {
       if (flags.aten_nvtx) throw InputError("--trace and --aten-nvtx both use LibTorch's profiler: choose one");
       if (options.profile) throw InputError("--trace and --profile: profile mode is for nsys; --trace profiles by itself");
@@ -258,6 +262,16 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
       for (const auto& w : trust_warnings) {
         const bool said = w.code == "threads_exceed_cores" && flags.threads > available_cores();
         if (!said) std::fprintf(stderr, "torchprobe: warning: %s\n", w.message.c_str());
+      }
+      const bool cpu_trains =
+          std::any_of(options.devices.begin(), options.devices.end(), [](const auto& d) { return d.is_cpu(); }) &&
+          std::find(options.suites.begin(), options.suites.end(), "train") != options.suites.end();
+      if (cpu_trains && !options.cpu_native_bf16 && bench::quick_subset(options.variants)) {
+        std::fprintf(stderr,
+                     "torchprobe-bench: cpu: the quick subset leaves bf16 out: this CPU (%s) has no bf16 instructions "
+                     "(AVX512_BF16, AMX), so LibTorch emulates bf16 at a small fraction of fp32's speed (--dtypes "
+                     "fp32,bf16 or --variants full times it anyway)\n",
+                     cpu_flops.core.empty() ? "unknown core" : cpu_flops.core.c_str());
       }
       if (!options.profile && !names.empty()) {
         double timeout_s = bench::stop_rule(options.stop, torch::Device(torch::kCPU)).timeout_s;  // data: host work
@@ -367,8 +381,9 @@ int main(int argc, char** argv) {
   app.add_option("--models", flags.models, "Models to train: net, resnet18 (comma-separated)")->capture_default_str();
   app.add_option("--batch-sizes", flags.batch_sizes, fmt::format("Batch sizes, 1 to {}", kMaxBatch))->capture_default_str();
   app.add_option("--variants", flags.variants,
-                 "Training-step variants: quick (baseline at every batch, bf16+channels_last at the largest, a CUDA "
-                 "graph at the smallest on GPUs) or full (every combination the device runs)")
+                 "Training-step variants: quick (baseline at every batch, bf16+channels_last at the largest where the "
+                 "device computes bf16 natively, a CUDA graph at the smallest on GPUs) or full (every combination the "
+                 "device runs)")
       ->check(CLI::IsMember({"quick", "full"}))
       ->capture_default_str();
   app.add_option("--dtypes", options.variants.dtypes, "Training precisions: fp32, bf16 (autocast), fp16 (autocast + loss scaling, GPUs)")

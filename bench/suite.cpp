@@ -39,6 +39,10 @@ std::string train_benchmark_name(const TrainConfig& config) {
   return name;
 }
 
+bool quick_subset(const VariantSelection& sel) {
+  return !sel.full && sel.dtypes.empty() && sel.layouts.empty() && sel.cudnn.empty() && sel.graphs.empty();
+}
+
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
   const VariantSelection& sel = options.variants;
   const auto switches = [](const std::vector<std::string>& given, bool full, const char* axis) {
@@ -64,7 +68,7 @@ std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
   }
   const std::vector<bool> cudnn = switches(sel.cudnn, sel.full, "cudnn");
   const std::vector<bool> graphs = switches(sel.graphs, sel.full, "graphs");
-  const bool quick = !sel.full && sel.dtypes.empty() && sel.layouts.empty() && sel.cudnn.empty() && sel.graphs.empty();
+  const bool quick = quick_subset(sel);
 
   std::vector<TrainConfig> plan;
   for (const auto& device : options.devices) {
@@ -85,7 +89,9 @@ std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
         }
         if (quick && !options.batch_sizes.empty()) {
           const auto [smallest, largest] = std::minmax_element(options.batch_sizes.begin(), options.batch_sizes.end());
-          if (batch == *largest) variants.push_back({train::Precision::kBf16, train::Layout::kChannelsLast, gpu, false});
+          if (batch == *largest && (gpu || options.cpu_native_bf16)) {
+            variants.push_back({train::Precision::kBf16, train::Layout::kChannelsLast, gpu, false});
+          }
           if (gpu && batch == *smallest) variants.push_back({train::Precision::kFp32, train::Layout::kNchw, false, true});
         }
         for (const auto& v : variants) plan.push_back({model, device, batch, v});
@@ -146,8 +152,9 @@ std::string sampling_bound_text(size_t benchmarks, int repetitions, double timeo
                                       : fmt::format("{}:{:02}", s / 60, s % 60);
   return fmt::format(
       "at most {} of sampling ({} benchmark(s) x {} repetition(s), each stopping once its noise is "
-      "under its target, or at {} s; most stop well before)",
-      clock, benchmarks, std::max(1, repetitions), timeout_s);
+      "under its target, or at {} s; most stop well before; where one call takes over {} s, longer: a "
+      "repetition takes at least 2 samples)",
+      clock, benchmarks, std::max(1, repetitions), timeout_s, timeout_s / 2.0);
 }
 
 /// TORCHPROBE_TEST_FAULT=PART:KIND, for tests: in the benchmarks whose name contains PART, "abort",

@@ -22,7 +22,8 @@ namespace torchprobe::bench {
 /// a device cannot run are dropped for it); an axis not given takes every value in the full sweep
 /// and only its baseline (fp32, nchw, cudnn off, graph off) otherwise. With no axis given and
 /// no full sweep, the quick subset: the baseline at every batch size, plus bf16 + channels_last
-/// (with cuDNN autotuning on GPUs) at the largest batch and, on GPUs, a CUDA graph at the smallest.
+/// (with cuDNN autotuning on GPUs; on the CPU only where it computes bf16 natively: SuiteOptions::cpu_native_bf16)
+/// at the largest batch and, on GPUs, a CUDA graph at the smallest.
 struct VariantSelection {
   bool full = false;
   std::vector<std::string> dtypes;   ///< fp32, bf16, fp16
@@ -30,6 +31,9 @@ struct VariantSelection {
   std::vector<std::string> cudnn;    ///< off, on (cuDNN autotuning; GPUs)
   std::vector<std::string> graphs;   ///< off, on (CUDA graphs; GPUs)
 };
+
+/// No axis given and no full sweep: the quick subset.
+bool quick_subset(const VariantSelection& selection);
 
 /// The stopping flags as given; an unset one takes the device's default.
 struct StopFlags {
@@ -62,6 +66,10 @@ struct SuiteOptions {
   StopFlags stop;
   /// Training suite: after timing, a Chrome trace of kTraceSteps steps per benchmark in this directory ("": none).
   std::string trace_dir;
+  /// Whether the CPU computes bf16 natively (AVX512_BF16, AMX, Arm's BF16). Without it LibTorch emulates bf16 through
+  /// fp32 at a few GFLOP/s (resnet18's batch-64 bf16 step: minutes on a Zen 3 VM), so the quick subset leaves the
+  /// CPU's bf16 variant out; asked for by --dtypes or the full sweep, it runs.
+  bool cpu_native_bf16 = true;
 };
 
 /// Training steps in a --trace profile (after the timed region, never inside it).
@@ -104,7 +112,8 @@ measure::Measurement time_until_stable(benchmark::State& state, measure::Sampler
                                        const measure::StopRule& rule);
 /// What a run will take at most, said before it starts: `benchmarks` x `repetitions` x (`timeout_s` plus the
 /// warm-up), e.g. "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its
-/// noise is under its target, or at 5 s; most stop well before)".
+/// noise is under its target, or at 5 s; most stop well before; where one call takes over 2.5 s, longer: a repetition
+/// takes at least 2 samples)".
 std::string sampling_bound_text(size_t benchmarks, int repetitions, double timeout_s);
 
 /// What every benchmark function does around its work: the progress line; a requested stop (a signal)

@@ -360,7 +360,7 @@ Written by `scripts/change_points_peers.py` (issue 35) on {meta['date']}{' (--qu
 - Command: `{meta['command']}`
 - torchprobe: `{meta['tp_version']}`{meta['git']}; `history show` at its defaults
   (`--min-change {tp['min-change']}`, `--alpha {tp['alpha']}`, `--permutations {tp['permutations']}`). A significant
-  split is reported when its change could be at least the minimum (the change's 90% bootstrap interval
+  split is reported when its change could be at least the minimum (the change's 95% bootstrap interval
   excludes zero and reaches it): steps well below it (+3% in low noise) are not reported, by design, and steps
   near it are reported when the data can't rule them out. The peers have no such floor.
   One results file per run ({timings['runs']} runs, host `{HOST}`, dates one minute apart), each added with

@@ -366,7 +366,7 @@ TEST(CompareBoundaries, AChangeExactlyAtTheThresholdIsSame) {
 }
 
 // What history calls a change, compare calls one too: measured +4.0% (10 -> 10.4 ms), significant (5 v 5 separated),
-// is SLOWER at a 5% threshold when the current repetitions spread so that the median's 90% bootstrap interval
+// is SLOWER at a 5% threshold when the current repetitions spread so that the median's 95% bootstrap interval
 // reaches past 5%, and SAME when they are tight (the interval stays under 5%). The same, mirrored, for FASTER.
 TEST(CompareBoundaries, ASignificantChangeWhoseIntervalReachesPastTheThresholdIsSlower) {
   const std::vector<double> base = {9.98, 9.99, 10.0, 10.01, 10.02};
@@ -377,7 +377,8 @@ TEST(CompareBoundaries, ASignificantChangeWhoseIntervalReachesPastTheThresholdIs
   EXPECT_NEAR(judged(noisy).change_pct, 4.0, 1e-9);
   EXPECT_LT(judged(noisy).p, 0.05);
   EXPECT_EQ(judged(noisy).verdict, report::Verdict::kSlower);
-  EXPECT_NE(judged(noisy).note.find("measured +4.0%; its 90% interval reaches +"), std::string::npos) << judged(noisy).note;
+  EXPECT_NE(judged(noisy).note.find("measured +4.0%; its 95% interval reaches +"), std::string::npos)
+      << judged(noisy).note;
   EXPECT_EQ(judged(tight).verdict, report::Verdict::kSame);
   const std::vector<double> noisy_down = {8.8, 9.1, 9.6, 9.7, 9.8};  // -4.0%, a spread down to -12%
   EXPECT_EQ(judged(noisy_down).verdict, report::Verdict::kFaster);

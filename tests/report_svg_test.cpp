@@ -247,7 +247,7 @@ TEST(ReportSvg, ScalingAndBusBandwidthChartsFlagAnEfficiencyAbove100) {
   }
 }
 
-// compare's forest plot: each benchmark's change and its 90% interval, the threshold band, what fails in red.
+// compare's forest plot: each benchmark's change and its 95% interval, the threshold band, what fails in red.
 TEST(ReportSvg, CompareForestPlotShowsEachChangeItsIntervalAndTheBand) {
   const report::CompareOptions options;
   const auto result = report::compare_results(report::load_results({kFixtures + "/compare_baseline.json"}),

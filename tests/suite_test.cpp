@@ -38,6 +38,31 @@ TEST(Suite, QuickVariantsPerDeviceModelAndBatch) {
   EXPECT_FALSE(names.count("train_step/net/cuda:0/batch:64/dtype:fp32/layout:nchw/cudnn:off/graph:on"));
 }
 
+TEST(Suite, QuickSubsetLeavesEmulatedBf16OutOnTheCpuOnly) {
+  bench::SuiteOptions options;
+  options.devices = {torch::Device(torch::kCPU), torch::Device(torch::kCUDA, 0)};
+  options.models = {"net"};
+  options.batch_sizes = {4, 64};
+  options.cpu_native_bf16 = false;  // e.g. AMD Zen 3: AVX2 and FMA, no AVX512_BF16
+  std::set<std::string> names;
+  for (const auto& config : bench::plan_train_benchmarks(options)) names.insert(bench::train_benchmark_name(config));
+  EXPECT_EQ(names.size(), 2u + 4u) << "CPU: the two baselines; GPU: baselines, bf16/cl and a graph";
+  EXPECT_FALSE(names.count("train_step/net/cpu/batch:64/dtype:bf16/layout:cl"));
+  EXPECT_TRUE(names.count("train_step/net/cuda:0/batch:64/dtype:bf16/layout:cl/cudnn:on/graph:off"));
+  // Asked for, it runs: --dtypes (any axis given leaves the quick subset) and the full sweep.
+  options.variants.dtypes = {"fp32", "bf16"};
+  names.clear();
+  for (const auto& config : bench::plan_train_benchmarks(options)) names.insert(bench::train_benchmark_name(config));
+  EXPECT_TRUE(names.count("train_step/net/cpu/batch:64/dtype:bf16/layout:nchw"));
+  options.variants = {};
+  options.variants.full = true;
+  names.clear();
+  for (const auto& config : bench::plan_train_benchmarks(options)) names.insert(bench::train_benchmark_name(config));
+  EXPECT_TRUE(names.count("train_step/net/cpu/batch:64/dtype:bf16/layout:cl"));
+  EXPECT_TRUE(bench::quick_subset({}));
+  EXPECT_FALSE(bench::quick_subset(options.variants));
+}
+
 TEST(Suite, FullSweepCoversEveryVariantTheDeviceRuns) {
   bench::SuiteOptions options;
   options.devices = {torch::Device(torch::kCPU), torch::Device(torch::kCUDA, 0)};
@@ -123,7 +148,8 @@ TEST(Suite, TheStopRuleIsTheDevicesWithTheFlagsGivenAndTheBoundIsSaidBeforeTheRu
   // 17 benchmarks x 3 repetitions x (5 s + 0.2 s of warm-up) = 265.2 s: 4:26 at most.
   EXPECT_EQ(bench::sampling_bound_text(17, 3, measure::default_stop_rule(cpu).timeout_s),
             "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its noise is under its "
-            "target, or at 5 s; most stop well before)");
+            "target, or at 5 s; most stop well before; where one call takes over 2.5 s, longer: a repetition takes "
+            "at least 2 samples)");
   EXPECT_NE(bench::sampling_bound_text(700, 5, measure::default_stop_rule(cpu).timeout_s).find("at most 5:03:20 "),
             std::string::npos);
 }

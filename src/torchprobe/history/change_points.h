@@ -16,7 +16,7 @@ struct ChangePointOptions {
   double min_change_pct = 5.0;
   double alpha = 0.05;          ///< significance level of the permutation test
   int permutations = 199;       ///< permutations per candidate (p = (1 + exceeding) / (1 + permutations))
-  double confidence = 0.90;     ///< of the change's two-sided bootstrap interval
+  double confidence = kChangeConfidence;  ///< of the change's two-sided bootstrap interval
   int resamples = 400;          ///< bootstrap resamples per change
   bool use_repetitions = true;  ///< the bootstrap draws a drawn run's repetitions (sides of < 30 runs)
   std::uint64_t seed = 0x7063686eULL;  ///< fixed: the same series always gives the same change points

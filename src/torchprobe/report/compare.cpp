@@ -119,21 +119,25 @@ void judge(Comparison& c, const Result& base, const Result& cur, const CompareOp
   }
   const bool significant = tested && c.p < options.alpha;
   // "Beyond the threshold" as `history` judges a change: the measured change, or, from the repetitions, a change
-  // whose 90% bootstrap interval excludes zero and reaches past the threshold (a real 5% slowdown measured at 4.2%
-  // in noisy repetitions is not waved through). Only a significant change is called slower on its interval.
+  // whose 95% bootstrap interval (kChangeConfidence) excludes zero and reaches past the threshold (a real 5%
+  // slowdown measured at 4.2% in noisy repetitions is not waved through). Only a significant change is called slower on
+  // its interval.
   bool slower = c.change_pct > options.threshold_pct, faster = c.change_pct < -options.threshold_pct;
   if (c.test == "Mann-Whitney U") {
     std::uint64_t seed = 1469598103934665603ULL;  // FNV-1a of the name: the same files give the same verdict
     for (const char ch : c.name) seed = (seed ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
-    const ChangeInterval interval = bootstrap_median_change(base.samples_ms, cur.samples_ms, 0.90, 400, seed);
+    const ChangeInterval interval =
+        bootstrap_median_change(base.samples_ms, cur.samples_ms, kChangeConfidence, 400, seed);
     c.change_lo_pct = interval.low_pct, c.change_hi_pct = interval.high_pct;
     const bool on_interval = significant && !slower && !faster;  // else the verdict stands on the measured change
     if (on_interval && interval.low_pct > 0.0 && interval.high_pct > options.threshold_pct) {
       slower = true;
-      notes.push_back(fmt::format("measured {:+.1f}%; its 90% interval reaches {:+.1f}%", c.change_pct, interval.high_pct));
+      notes.push_back(fmt::format("measured {:+.1f}%; its {:g}% interval reaches {:+.1f}%", c.change_pct,
+                                  100.0 * kChangeConfidence, interval.high_pct));
     } else if (on_interval && interval.high_pct < 0.0 && interval.low_pct < -options.threshold_pct) {
       faster = true;
-      notes.push_back(fmt::format("measured {:+.1f}%; its 90% interval reaches {:+.1f}%", c.change_pct, interval.low_pct));
+      notes.push_back(fmt::format("measured {:+.1f}%; its {:g}% interval reaches {:+.1f}%", c.change_pct,
+                                  100.0 * kChangeConfidence, interval.low_pct));
     }
   }
   if (slower) {

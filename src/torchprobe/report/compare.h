@@ -51,7 +51,8 @@ struct Comparison {
   Verdict verdict = Verdict::kSame;
   Side baseline, current;
   double change_pct = 0.0;  ///< (current - baseline) / baseline of the medians; > 0 is slower
-  /// The change's 90% bootstrap interval from the repetitions (NaN: fewer than 2 on a side, or aggregates only).
+  /// The change's 95% bootstrap interval (kChangeConfidence) from the repetitions (NaN: fewer than 2 on a side, or
+  /// aggregates only).
   double change_lo_pct = std::numeric_limits<double>::quiet_NaN(),
          change_hi_pct = std::numeric_limits<double>::quiet_NaN();
   std::string test;         ///< "Mann-Whitney U", "Welch t" or "" (none possible)
@@ -87,7 +88,7 @@ std::string compare_console(const CompareReport& report, const CompareOptions& o
 /// `chart_file`: the forest plot's file name, linked as an image ("" : none).
 std::string compare_markdown(const CompareReport& report, const CompareOptions& options,
                              const std::string& chart_file = "");
-/// A forest plot: each benchmark's change with its 90% interval, the threshold band shaded, what fails the gate in red.
+/// A forest plot: each benchmark's change with its 95% interval, the threshold band shaded, what fails the gate in red.
 std::string compare_chart(const CompareReport& report, const CompareOptions& options);
 std::string compare_junit(const CompareReport& report, const CompareOptions& options);
 std::string compare_json(const CompareReport& report, const CompareOptions& options);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "torchprobe/change_interval.h"
 #include "torchprobe/escape.h"
 #include "torchprobe/report/compare.h"
 #include "torchprobe/report/compare_detail.h"
@@ -126,9 +127,10 @@ std::string compare_chart(const CompareReport& report, const CompareOptions& opt
     }
     plot.rows.push_back(std::move(row));
   }
-  plot.notes.push_back(
-      "Dots: the change of the medians; lines: its 90% bootstrap interval over the repetitions (none with "
-      "aggregates only or one repetition).");
+  plot.notes.push_back(fmt::format(
+      "Dots: the change of the medians; lines: its {:g}% bootstrap interval over the repetitions (none with "
+      "aggregates only or one repetition).",
+      100.0 * kChangeConfidence));
   if (left_out > 0)
     plot.notes.push_back(
         fmt::format("{} benchmark(s) not drawn (at most {} rows, unchanged ones left out first): "

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -205,8 +206,10 @@ int run_suites(int argc, char** argv, CLI::App& app, const Arguments& args, torc
     // per repetition, in which the sampler decides how long it samples).
     if (!args.min_time.empty() && !options.stop.min_time_s) options.stop.min_time_s = std::stod(args.min_time);
     // A CPU without bf16 instructions emulates bf16 at a few GFLOP/s: the quick subset leaves it out (said below).
+    // TORCHPROBE_CPU_BF16=native|emulated says which instead of /proc/cpuinfo (the tests pin it, so the quick plan
+    // is the same on every host).
     const CoreFlops cpu_flops = core_flops(read_cpu_info());
-    options.cpu_native_bf16 = !(cpu_flops.fp32 > 0.0 && cpu_flops.bf16 == 0.0);
+    options.cpu_native_bf16 = bench::cpu_native_bf16(cpu_flops, std::getenv("TORCHPROBE_CPU_BF16"));
     if (!options.trace_dir.empty()) {
       if (flags.aten_nvtx) throw InputError("--trace and --aten-nvtx both use LibTorch's profiler: choose one");
       if (options.profile) throw InputError("--trace and --profile: profile mode is for nsys; --trace profiles by itself");

@@ -43,6 +43,16 @@ bool quick_subset(const VariantSelection& sel) {
   return !sel.full && sel.dtypes.empty() && sel.layouts.empty() && sel.cudnn.empty() && sel.graphs.empty();
 }
 
+bool cpu_native_bf16(const CoreFlops& flops, const char* setting) {
+  if (setting != nullptr && *setting != '\0') {
+    const std::string value = setting;
+    if (value == "native") return true;
+    if (value == "emulated") return false;
+    throw InputError(fmt::format("TORCHPROBE_CPU_BF16='{}': use native or emulated (or leave it unset)", value));
+  }
+  return !(flops.fp32 > 0.0 && flops.bf16 == 0.0);
+}
+
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
   const VariantSelection& sel = options.variants;
   const auto switches = [](const std::vector<std::string>& given, bool full, const char* axis) {

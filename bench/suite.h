@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include "torchprobe/data/cifar10.h"
+#include "torchprobe/cpu.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/ops/ops.h"
 #include "torchprobe/train/train_step.h"
@@ -34,6 +35,9 @@ struct VariantSelection {
 
 /// No axis given and no full sweep: the quick subset.
 bool quick_subset(const VariantSelection& selection);
+/// Whether the CPU computes bf16 natively: `setting` (TORCHPROBE_CPU_BF16) "native" or "emulated" where given,
+/// else from its FLOP/cycle (emulated: a known fp32 figure and no bf16 one). Throws InputError for another setting.
+bool cpu_native_bf16(const CoreFlops& flops, const char* setting);
 
 /// The stopping flags as given; an unset one takes the device's default.
 struct StopFlags {

@@ -14,6 +14,8 @@
 set -uo pipefail
 table="$1"
 export TP="$2" TPB="$3" FIX="$4"
+# torchprobe-bench's quick plan as on a CPU with bf16 instructions, on every host (rows count its benchmarks).
+export TORCHPROBE_CPU_BF16=native
 failures=0
 rows=0
 skipped=0

@@ -194,8 +194,18 @@ set_tests_properties(cli.bench_profile_mode PROPERTIES LABELS cli
 
 add_test(NAME cli.bench_list COMMAND torchprobe-bench --devices cpu --models net,resnet18 --batch-sizes 4,64
   --benchmark_list_tests=true)
-set_tests_properties(cli.bench_list PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+set_tests_properties(cli.bench_list PROPERTIES LABELS cli ENVIRONMENT TORCHPROBE_CPU_BF16=native PASS_REGULAR_EXPRESSION
   "train_step/net/cpu/batch:4/dtype:fp32/layout:nchw/manual_time\ntrain_step/net/cpu/batch:64/dtype:fp32/layout:nchw/manual_time\ntrain_step/net/cpu/batch:64/dtype:bf16/layout:cl/manual_time\ntrain_step/resnet18/cpu/batch:4/dtype:fp32/layout:nchw/manual_time\ntrain_step/resnet18/cpu/batch:64/dtype:fp32/layout:nchw/manual_time\ntrain_step/resnet18/cpu/batch:64/dtype:bf16/layout:cl/manual_time\ndata/parse_cifar10/images:50000/manual_time\ndata/assemble_batch/batch:256/manual_time")
+# On a CPU without bf16 instructions (Zen 3, Ice Lake) the quick plan leaves the CPU's bf16 variant out, and says so.
+add_test(NAME cli.bench_list_emulated_bf16 COMMAND torchprobe-bench --devices cpu --models net,resnet18 --batch-sizes 4,64
+  --benchmark_list_tests=true)
+set_tests_properties(cli.bench_list_emulated_bf16 PROPERTIES LABELS cli ENVIRONMENT TORCHPROBE_CPU_BF16=emulated
+  PASS_REGULAR_EXPRESSION "cpu: the quick subset leaves bf16 out: this CPU .* has no bf16 instructions.*train_step/net/cpu/batch:64/dtype:fp32/layout:nchw/manual_time\ntrain_step/resnet18/cpu/batch:4/dtype:fp32/layout:nchw/manual_time\ntrain_step/resnet18/cpu/batch:64/dtype:fp32/layout:nchw/manual_time\ndata/parse_cifar10"
+  FAIL_REGULAR_EXPRESSION "dtype:bf16")
+add_test(NAME cli.bench_bad_cpu_bf16 COMMAND ${CMAKE_COMMAND} -DEXPECT_RC=2 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_expect_rc.cmake
+  ${CMAKE_COMMAND} -E env TORCHPROBE_CPU_BF16=yes $<TARGET_FILE:torchprobe-bench> --devices cpu --benchmark_list_tests=true)
+set_tests_properties(cli.bench_bad_cpu_bf16 PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "rc=2.*torchprobe: error: TORCHPROBE_CPU_BF16='yes': use native or emulated")
 # Explicit axes give their product, less what the device cannot run (fp16 autocast is for GPUs).
 add_test(NAME cli.bench_list_variants COMMAND torchprobe-bench --devices cpu --models net --batch-sizes 4
   --dtypes fp32,bf16,fp16 --layouts nchw,cl --suites train --benchmark_list_tests=true)

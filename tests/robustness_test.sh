@@ -3,6 +3,8 @@
 # Usage: robustness_test.sh CASE BENCH TORCHPROBE [LAUNCH]. Exit 0 pass, 1 fail, 77 skipped (with a reason).
 set -uo pipefail
 case_name="$1" bench="$2" tp="$3" launch="${4:-}"
+# The quick plan as on a CPU with bf16 instructions, on every host (the counts below include its bf16 variant).
+export TORCHPROBE_CPU_BF16=native
 work="$(mktemp -d "${TMPDIR:-/tmp}/torchprobe-test.XXXXXX")"
 cleanup() {
   jobs -p | xargs -r kill -9 2>/dev/null

@@ -63,6 +63,21 @@ TEST(Suite, QuickSubsetLeavesEmulatedBf16OutOnTheCpuOnly) {
   EXPECT_FALSE(bench::quick_subset(options.variants));
 }
 
+TEST(Suite, CpuBf16IsNativeWhereTheCoreHasABf16FigureOrTheSettingSaysSo) {
+  CoreFlops zen3;  // AVX2 + FMA: fp32 32 FLOP/cycle, no bf16 unit
+  zen3.fp32 = 32.0;
+  CoreFlops emr = zen3;
+  emr.fp32 = 64.0, emr.bf16 = 64.0;
+  EXPECT_FALSE(bench::cpu_native_bf16(zen3, nullptr));
+  EXPECT_FALSE(bench::cpu_native_bf16(zen3, ""));
+  EXPECT_TRUE(bench::cpu_native_bf16(emr, nullptr));
+  EXPECT_TRUE(bench::cpu_native_bf16(CoreFlops{}, nullptr)) << "an unknown core: nothing known to leave out";
+  EXPECT_TRUE(bench::cpu_native_bf16(zen3, "native"));
+  EXPECT_FALSE(bench::cpu_native_bf16(emr, "emulated"));
+  EXPECT_THROW_WITH(bench::cpu_native_bf16(emr, "yes"), InputError,
+                    "TORCHPROBE_CPU_BF16='yes': use native or emulated");
+}
+
 TEST(Suite, FullSweepCoversEveryVariantTheDeviceRuns) {
   bench::SuiteOptions options;
   options.devices = {torch::Device(torch::kCPU), torch::Device(torch::kCUDA, 0)};

@@ -9,7 +9,13 @@ function(run what)
   endif()
 endfunction()
 run("install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK}/prefix")
+# COMPILER: the one that built the libraries; SANITIZERS: their -fsanitize flags, if any (the asan flavour).
+set(sanitized "")
+if(SANITIZERS)
+  set(sanitized "-DCMAKE_CXX_FLAGS=${SANITIZERS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZERS}")
+endif()
 run("configure the example" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/audit" -B "${WORK}/build" -G "${GENERATOR}"
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK}/prefix;${PREFIX_PATH}")
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK}/prefix;${PREFIX_PATH}" "-DCMAKE_CXX_COMPILER=${COMPILER}"
+    ${sanitized})
 run("build the example" ${CMAKE_COMMAND} --build "${WORK}/build")
 run("run the example" "${WORK}/build/audit_example")

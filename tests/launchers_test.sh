@@ -6,6 +6,7 @@
 # (TORCHPROBE_TORCHRUN first). Exit 0 pass, 1 fail, 77 skipped (with the reason).
 set -uo pipefail
 case_name="$1" tp="$2"; shift 2
+source "$(dirname "$0")/free_port.sh"
 work="$(mktemp -d "${TMPDIR:-/tmp}/torchprobe-launch.XXXXXX")"
 namespaces=()
 cleanup() {
@@ -28,14 +29,14 @@ done
 needs_torchrun() {
   [[ -n "$torchrun" ]] || skip "no working torchrun (the cuda flavour's torch venv has one; or set TORCHPROBE_TORCHRUN). Debian's own /usr/bin/torchrun dies before it starts a worker"
 }
-port() { echo $((20000 + RANDOM % 20000)); }
+
 train=(dist train --model net --batch 8 --steps 20 --warmup 1 --repetitions 2 --threads 1 --timeout 60)
 
 case "$case_name" in
   # torchrun's default (static) rendezvous: its agent hosts the store on MASTER_PORT, every rank is a client.
   torchrun_train)
     needs_torchrun
-    "$torchrun" --nproc-per-node=2 --master-port="$(port)" --no-python "$tp" "${train[@]}" --json --out train.json \
+    "$torchrun" --nproc-per-node=2 --master-port="$(free_port)" --no-python "$tp" "${train[@]}" --json --out train.json \
       > run.log 2>&1 || fail "torchrun exited with $?"
     expect train.json '"launcher": "torchrun"'
     expect train.json '"torchelastic_restart_count": "0"'
@@ -48,7 +49,7 @@ case "$case_name" in
   # The c10d rendezvous (what multi-node jobs use): the rendezvous endpoint's store is shared with the ranks.
   torchrun_c10d)
     needs_torchrun
-    "$torchrun" --nnodes=1 --nproc-per-node=2 --rdzv-backend=c10d --rdzv-endpoint="127.0.0.1:$(port)" --no-python \
+    "$torchrun" --nnodes=1 --nproc-per-node=2 --rdzv-backend=c10d --rdzv-endpoint="127.0.0.1:$(free_port)" --no-python \
       "$tp" dist allreduce --max-bytes 64KiB --iterations 3 --repetitions 2 --threads 1 --timeout 60 > run.log 2>&1 ||
       fail "torchrun exited with $?"
     expect run.log "all-reduce (gloo, sum, fp32), 2 ranks"
@@ -64,7 +65,7 @@ if [ "$RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then (sleep 1; kill
 exec "$@"
 SH
     chmod +x kill_rank1.sh
-    "$torchrun" --nproc-per-node=2 --max-restarts=1 --master-port="$(port)" --no-python ./kill_rank1.sh "$tp" \
+    "$torchrun" --nproc-per-node=2 --max-restarts=1 --master-port="$(free_port)" --no-python ./kill_rank1.sh "$tp" \
       dist train --model net --batch 8 --steps 300 --warmup 1 --repetitions 2 --threads 1 --timeout 60 --out train.json \
       > run.log 2>&1 || fail "torchrun exited with $? (the restarted group should finish)"
     # The first attempt failed: rank 1 killed (exitcode -9), or rank 0 first, naming rank 1 as gone.
@@ -74,7 +75,7 @@ SH
     ;;
   # srun's variables and nothing else: ranks, local ranks, and the first node of the list as the master.
   slurm)
-    p=$(port)
+    p=$(free_port)
     for r in 0 1; do
       env -u MASTER_ADDR -u RANK -u WORLD_SIZE -u LOCAL_RANK SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_LOCALID=$r \
         SLURM_NODELIST="localhost,node[2-9]" SLURM_JOB_ID=4242 MASTER_PORT=$p \

@@ -372,12 +372,17 @@ foreach(case ${robustness_cases})
 endforeach()
 
 # A project of its own links the installed libraries: cmake --install, then examples/audit with
-# find_package(torchprobe), built and run (the Debian flavour; the cuda one would add a CUDA configure).
-# Not in the asan flavour: the example is built by a plain compiler against instrumented libraries.
-if(NOT TORCHPROBE_HAS_CUDA AND NOT TORCHPROBE_SANITIZE)
+# find_package(torchprobe), built and run (the Debian and asan flavours; the cuda one would add a CUDA configure).
+# In the asan flavour the example is built by the same compiler with the same sanitizers as the libraries.
+if(NOT TORCHPROBE_HAS_CUDA)
+  set(example_sanitizers "")
+  if(TORCHPROBE_SANITIZE)
+    set(example_sanitizers "-fsanitize=address,undefined")
+  endif()
   add_test(NAME cli.install_and_find_package COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${CMAKE_BINARY_DIR}
     -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DWORK=${CMAKE_BINARY_DIR}/install-example -DGENERATOR=${CMAKE_GENERATOR}
-    "-DPREFIX_PATH=${CMAKE_PREFIX_PATH}" -P ${CMAKE_CURRENT_SOURCE_DIR}/install_example.cmake)
+    "-DPREFIX_PATH=${CMAKE_PREFIX_PATH}" -DCOMPILER=${CMAKE_CXX_COMPILER} "-DSANITIZERS=${example_sanitizers}"
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/install_example.cmake)
   set_tests_properties(cli.install_and_find_package PROPERTIES LABELS cli TIMEOUT 600 PASS_REGULAR_EXPRESSION
     "run the example: rc=0.*buffer `scale` is on meta, expected cpu.*kind: +device_mismatch")
 endif()

@@ -3,6 +3,7 @@
 # Usage: robustness_test.sh CASE BENCH TORCHPROBE [LAUNCH]. Exit 0 pass, 1 fail, 77 skipped (with a reason).
 set -uo pipefail
 case_name="$1" bench="$2" tp="$3" launch="${4:-}"
+source "$(dirname "$0")/free_port.sh"
 # The quick plan as on a CPU with bf16 instructions, on every host (the counts below include its bf16 variant).
 export TORCHPROBE_CPU_BF16=native
 work="$(mktemp -d "${TMPDIR:-/tmp}/torchprobe-test.XXXXXX")"
@@ -174,7 +175,7 @@ EOF
 
   # dist: a killed rank is named by the survivor; a port that is not a store says so.
   dist_lost_peer)
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2
     RANK=0 "$tp" dist train --model net --batch 8 --steps 3000 --repetitions 1 --warmup 1 --threads 1 --timeout 20 > r0.out 2> r0.err &
     p0=$!
@@ -189,7 +190,7 @@ EOF
     ;;
   dist_not_a_store)
     command -v python3 > /dev/null || skip "needs python3 for a server that is not a store"
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     python3 -m http.server "$port" --bind 127.0.0.1 > /dev/null 2>&1 &
     wait_for 20 bash -c "echo > /dev/tcp/127.0.0.1/$port" 2> /dev/null
     MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=1 "$tp" dist allreduce --timeout 2 > r1.out 2> r1.err; rc=$?
@@ -198,7 +199,7 @@ EOF
     ;;
   # A second process started with a RANK that is taken: refused at once, naming the first one, exit 2.
   dist_duplicate_rank)
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2
     sweep=(dist allreduce --max-bytes 1MiB --iterations 1000 --threads 1 --timeout 20)
     RANK=0 "$tp" "${sweep[@]}" > r0.out 2> r0.err &

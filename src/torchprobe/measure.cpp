@@ -18,6 +18,7 @@
 #include "torchprobe/device_spec.h"
 #include "torchprobe/input_error.h"
 #include "torchprobe/interrupt.h"
+#include "torchprobe/units.h"
 
 namespace torchprobe::measure {
 namespace {
@@ -209,7 +210,7 @@ std::string steady_state_allocator() {
 }
 
 std::int64_t cache_bytes(const torch::Device& device) {
-  constexpr std::int64_t kMiB = 1024 * 1024;
+  using units::kMiB;
   if (device.is_cuda()) {
     const auto l2 = backend::cuda_device_info(device.index()).l2_cache_bytes;
     return l2 > 0 ? l2 : 64 * kMiB;

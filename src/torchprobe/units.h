@@ -6,6 +6,9 @@
 
 namespace torchprobe::units {
 
+inline constexpr std::int64_t kKiB = 1024;
+inline constexpr std::int64_t kMiB = 1024 * kKiB;
+
 /// "2GiB", "512 MiB", "2.00 GiB", "64KiB", "1TiB", "123 bytes", "123B" or a plain byte count "1048576"
 /// -> bytes (binary units only, case as written; spaces around the number and unit allowed); std::nullopt
 /// for anything else (KB, MB, kib, K, 1e3, 1., .5, a sign), or a size of 2^63 bytes or more. Whole

@@ -11,6 +11,7 @@
 #include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
 #include "torchprobe/models/registry.h"
+#include "torchprobe/units.h"
 
 namespace torchprobe::ops {
 namespace {
@@ -21,7 +22,7 @@ const std::vector<std::int64_t> kSquareSizes = {256, 512, 1024, 2048, 4096, 8192
 const std::vector<std::int64_t> kCopyMiB = {1, 4, 16, 64, 256, 1024};
 constexpr std::int64_t kCoreCopyMiB = 64;
 constexpr std::int64_t kClasses = 10;
-constexpr std::int64_t kMiB = 1024 * 1024;
+using units::kMiB;
 
 torch::TensorOptions options_for(const torch::Device& device, DType dtype) {
   return torch::TensorOptions().device(device).dtype(storage_type(dtype));

@@ -17,13 +17,14 @@
 #include "torchprobe/io.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/ops/counts.h"
+#include "torchprobe/units.h"
 
 namespace torchprobe::ops {
 namespace {
 
 constexpr int kPeakSamples = 5;
 constexpr double kPeakSeconds = 1.0;  // a roof is a best case: sample long enough to catch the host's quiet moments
-constexpr std::int64_t kMiB = 1024 * 1024;
+using units::kMiB;
 constexpr std::int64_t kPanelRows = 256;
 constexpr double kMaxPlausibleMhz = 6500.0;
 

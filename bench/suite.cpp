@@ -50,7 +50,7 @@ bool cpu_native_bf16(const CoreFlops& flops, const char* setting) {
     if (value == "emulated") return false;
     throw InputError(fmt::format("TORCHPROBE_CPU_BF16='{}': use native or emulated (or leave it unset)", value));
   }
-  return !(flops.fp32 > 0.0 && flops.bf16 == 0.0);
+  return !flops.emulates("bf16");
 }
 
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {

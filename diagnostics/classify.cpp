@@ -94,7 +94,7 @@ class Selector {
   void take(const Entry& e) {
     std::shared_ptr<const std::string> text;
     const auto shared = [&] { return text ? text : text = std::make_shared<const std::string>(e.text); };
-    for (const std::size_t r : matching_rules(e.text)) {
+    for (const std::size_t r : matching_rules(e.subject())) {
       if (e.tier == kException) {
         error_[r] = shared();
       } else if (e.tier == kErrorLine) {
@@ -217,7 +217,7 @@ LogScan scan_log(std::istream& in, std::size_t max_findings) {
   LogScan scan;
   std::map<std::pair<ErrorKind, std::string>, std::size_t> seen;  // (kind, message) -> index in scan.findings
   Scanner scanner([&](const Entry& e, const Scanner& s) {
-    for (const std::size_t r : matching_rules(e.text)) {
+    for (const std::size_t r : matching_rules(e.subject())) {
       if (!may_apply(r, s)) continue;
       const Rule& rule = rule_table().rules[r];
       ++scan.error_lines;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "diagnostics/classify_patterns.h"
 #include "torchprobe/strings.h"
@@ -37,7 +38,7 @@ const std::vector<DeviceForm>& device_forms() {
       {R"(\bbackend (CUDA|CPU|MPS|XPU|HIP|Meta)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
       // Tensor types of 0.3 to 1.x: torch.FloatTensor is a CPU tensor, torch.cuda.FloatTensor a CUDA one.
       {R"(\btorch\.(cuda\.)?[A-Z]\w*Tensor\b)", [](const Groups& g) { return Groups{g[0].empty() ? "cpu" : "cuda"}; }},
-      {R"(\b(CUDA|CPU)\w*(?:Tensor|Type)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
+      {R"(\b(CUDA|CPU|MPS|XPU|HIP)\w*(?:Tensor|Type)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
       {R"(\bcuda runtime\b|\battribute '\w+'|\.\w+)", [](const Groups&) { return Groups{}; }},
       {R"(\b(?:(?:on|to|at) (?:a |the )?)?(?:CUDA device|cuda device|GPU) (\d+)\b)",
        [](const Groups& g) { return Groups{"cuda:" + g[0]}; }, true},
@@ -135,12 +136,20 @@ std::vector<std::string> devices_in(const std::string& message, bool only_asked_
 /// The argument the message names, in any version's form: "argument #2 'mat2'", "for argument mat1 in method",
 /// "but got weight is on", "for argument 'index'", "position #1 'tensors'".
 std::optional<std::string> argument_in(const std::string& message) {
-  static const RE2& pattern = compile(
-      R"(#\d+ '(\w+)'|for argument (\w+) in method|for argument '(\w+)'|but got (\w+) is on|Tensor for '(\w+)')");
-  StringPiece g[5];
-  if (!RE2::PartialMatch(message, pattern, &g[0], &g[1], &g[2], &g[3], &g[4])) return std::nullopt;
-  for (const auto& name : g) {
-    if (!name.empty()) return name.as_string();
+  // In order: a numbered argument names it best ("Tensor for 'out' is on CPU, Tensor for argument #1 'self' is on
+  // CPU"); then the other ways ATen, Python checks and libraries name the one on the wrong device.
+  static const std::vector<const RE2*> forms = {
+      &compile(R"(#\d+ '(\w+)')"),
+      &compile(R"(for argument '(\w+)')"),
+      &compile(R"(for argument (\w+) (?:in method|is on))"),
+      &compile(R"(but got (\w+) is on)"),
+      &compile(R"(Tensor for '(\w+)')"),
+      &compile(R"(`(\w+)` (?:is|being) on)"),
+      &compile(R"((?i)\bexpected (\w+) to be on (?:cuda|cpu|gpu|mps|xpu|npu)\b)"),
+  };
+  std::string name;
+  for (const RE2* form : forms) {
+    if (RE2::PartialMatch(message, *form, &name)) return name;
   }
   return std::nullopt;
 }

@@ -59,6 +59,15 @@ StringPiece trimmed(StringPiece s) {
   return s;
 }
 
+// "torch.OutOfMemoryError" from the prefix an exception line starts with ("torch.OutOfMemoryError: ", "what(): "):
+// its last word ending in Error or Exception, with the module path; "" when it names no type (what(), terminate).
+std::string exception_type(const StringPiece& prefix) {
+  static const RE2& name = compile(R"(((?:[A-Za-z_]\w*\.)*\w*(?i:error|exception)))");
+  StringPiece type;
+  if (!RE2::PartialMatch(prefix, name, &type)) return "";
+  return std::string(type.data(), type.size());
+}
+
 }  // namespace
 
 Scanner::Scanner(Sink sink) : sink_(std::move(sink)), unless_seen_(rule_table().rules.size(), false) {}
@@ -121,7 +130,9 @@ void Scanner::feed(StringPiece raw) {
     return;
   }
   StringPiece message = line;
+  StringPiece type;  // the exception's type, where the line starts with one
   Tier tier = RE2::Consume(&message, p.exception) ? kException : error_word ? kErrorLine : kOther;
+  if (tier == kException) type = StringPiece(line.data(), static_cast<std::size_t>(message.data() - line.data()));
   if (tier != kException && after_frame) {  // the source line a frame shows: `return F.linear(input, ...)`
     close();
     return;
@@ -132,6 +143,7 @@ void Scanner::feed(StringPiece raw) {
       message = StringPiece(type.data(), static_cast<std::size_t>(line.end() - type.data()));
       RE2::Consume(&message, p.exception);
       tier = kException;
+      type = StringPiece(type.data(), static_cast<std::size_t>(message.data() - type.data()));
     } else if (RE2::Consume(&message, p.warning)) {
       tier = kErrorLine;
     }
@@ -153,12 +165,16 @@ void Scanner::feed(StringPiece raw) {
   }
   close();
   open_ = true;
-  entry_ = Entry{line_,      tier,          std::string(message.data(), message.size()),    1, open_end,
-                 raw.size(), ends_sentence, message.find("state_dict") != StringPiece::npos};
+  entry_ = Entry{
+      line_,      tier,          std::string(message.data(), message.size()),    exception_type(type), 1, open_end,
+      raw.size(), ends_sentence, message.find("state_dict") != StringPiece::npos};
 }
 
 void Scanner::close() {
-  if (open_ && !entry_.text.empty()) sink_(entry_, *this);
+  if (open_ && !(entry_.text.empty() && entry_.type.empty())) {
+    if (entry_.text.empty()) entry_.text = entry_.type;  // "MemoryError" alone: the type is the message
+    sink_(entry_, *this);
+  }
   open_ = false;
 }
 

@@ -17,10 +17,16 @@ struct Entry {
   std::size_t line = 0;  ///< its first line, from 1
   Tier tier = kOther;    ///< kException: `XxxError: ...` or what(); kErrorLine: a line that mentions an error
   std::string text;      ///< without log and exception prefixes, wrapped lines joined with a space
+  /// The exception's type as written ("MemoryError", "torch.OutOfMemoryError"), "" for other lines: the type says
+  /// what happened where the message is empty or says little ("MemoryError" alone, "OutOfMemoryError: Allocation on
+  /// device").
+  std::string type;
   int lines = 0;
   bool open_end = false;       ///< its last line ended in blanks: a terminal's or a logger's wrap, so more follows
   std::size_t last_width = 0;  ///< the length of its last line as read
   bool ends_sentence = false;  ///< its last line ended a sentence ("cuda:1 and cpu!"): a log's next line is news
+  /// What the rules read: the type and the text ("MemoryError: ..."), or the text alone.
+  std::string subject() const { return type.empty() ? text : text.empty() ? type : type + ": " + text; }
   /// The text names a state_dict (a key report's paragraphs follow, blank lines between): kept as lines are added,
   /// so that each line read does not search the whole entry again.
   bool has_state_dict = false;

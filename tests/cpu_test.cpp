@@ -62,7 +62,11 @@ TEST(CpuModel, RealCpusGetTheirCoresFlopPerCyclePerPrecision) {
     EXPECT_FALSE(f.fp32_unit.empty());
     EXPECT_EQ(f.bf16_unit.empty(), e.bf16 == 0);
     EXPECT_EQ(f.fp16_unit.empty(), e.fp16 == 0);
+    EXPECT_EQ(f.native("bf16"), e.bf16 > 0);
+    EXPECT_EQ(f.emulates("bf16"), e.bf16 == 0) << "every core in the table is known";
   }
+  EXPECT_FALSE(CoreFlops{}.emulates("bf16")) << "an unknown core: nothing known to be emulated";
+  EXPECT_FALSE(CoreFlops{}.native("bf16")) << "nor to be native";
 }
 
 TEST(CpuModel, ParsesTheFirstProcessorsFieldsAndTheHighestClock) {

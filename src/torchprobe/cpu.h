@@ -56,6 +56,11 @@ struct CoreFlops {
   std::string fp32_unit, bf16_unit, fp16_unit;  ///< what gives each figure, e.g. "two 512-bit FMA units"
   /// The figure for "fp32", "bf16" or "fp16" (0 for anything else), and its unit.
   double per_cycle(const std::string& dtype) const;
+  /// The core has a unit for `dtype` (a figure above 0). An unknown core has none known.
+  bool native(const std::string& dtype) const { return per_cycle(dtype) > 0.0; }
+  /// The core is known (its fp32 figure is) and has no unit for `dtype`, so LibTorch emulates it there, tens of times
+  /// slower: bf16 before AVX512_BF16, AMX or Arm's BF16. False for an unknown core: nothing is known to be slow.
+  bool emulates(const std::string& dtype) const { return fp32 > 0.0 && !native(dtype); }
   std::string unit(const std::string& dtype) const;
 };
 CoreFlops core_flops(const CpuInfo& cpu);

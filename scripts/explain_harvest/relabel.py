@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Usage: relabel.py FILE.jsonl... (rewrites each file). Label conventions, applied the same way to both halves (by the text, never by explain's answer); each change logged."""
+import json, re, sys
+conventions = [
+    # The corpus's device names: a GPU written as a word is "cuda" (as "is on CPU, but expected it to be on GPU").
+    ('devices: GPU is cuda', lambda e: e['kind'] == 'device_mismatch' and any(d.lower() == 'gpu' for d in e['devices']),
+     lambda e: e.update(devices=['cuda' if d.lower() == 'gpu' else d for d in e['devices']])),
+    # An op with no kernel for the CUDA/HIP back-end in this build (a CPU-only torch, an extension built without CUDA).
+    ('no CUDA kernel in this build', lambda e: e['kind'] == 'unknown' and re.search(r"with arguments from the '(CUDA|HIP)' backend", e['text']),
+     lambda e: e.update(kind='cuda_unavailable', near_miss=False, devices=[], argument=None)),
+    # c10d: a CPU tensor handed to a back-end that only takes device tensors (NCCL): the tensor is on the wrong device.
+    ('no backend for the device type', lambda e: e['kind'] == 'unknown' and re.search(r'No backend type associated with device type (\w+)', e['text']),
+     lambda e: e.update(kind='device_mismatch', near_miss=False,
+                        devices=[re.search(r'No backend type associated with device type (\w+)', e['text']).group(1)], argument=None)),
+    # bitsandbytes' CUDA library could not be loaded: no usable CUDA for it, as "compiled without GPU support".
+    ('library cannot use CUDA', lambda e: e['kind'] == 'unknown' and re.search(r'CUDA Setup failed despite GPU being available', e['text']),
+     lambda e: e.update(kind='cuda_unavailable', near_miss=False)),
+    # A GPU tensor handed to NumPy (host memory only): the tensor is on the wrong device, as the corpus labels it.
+    ('GPU tensor to numpy', lambda e: e['kind'] == 'unknown' and re.search(r"(?i)convert \S*(cuda|mps)\S* (device type )?tensor to numpy", e['text']),
+     lambda e: e.update(kind='device_mismatch', near_miss=False,
+                        devices=[re.search(r"(?i)convert (\S*?(?:cuda|mps)(?::\d+)?)\S*? (?:device type )?tensor to numpy", e['text']).group(1).lower()], argument=None)),
+    # The corpus's argument: a name the message gives AS an argument ("argument #2 'mat2'", "for argument 'index'",
+    # "Tensor for 'out'", "but got weight is on", "`input_ids` is on", "expected input to be on"); a tensor a
+    # sentence merely names ("input a is on cuda:0 and input b is on cuda:1", "window on cpu") is not one.
+    ('argument only where named as one', lambda e: e['kind'] == 'device_mismatch' and e.get('argument') and not re.search(
+        r"#\d+ '%s'|for argument '?%s'?|Tensor for '%s'|but got %s is on|`%s` (is|being) on|(?i:expected %s to be on)" % ((re.escape(e['argument']),) * 6), e['text']),
+     lambda e: e.update(argument=None)),
+    # Device names as the corpus writes them: lower case ("CPU" is cpu); cuDNN's "device 1 does not equal 0" is cuda:1, cuda:0.
+    ('devices in lower case', lambda e: e['kind'] == 'device_mismatch' and any(d != d.lower() for d in e['devices']),
+     lambda e: e.update(devices=[d.lower() for d in e['devices']])),
+    ('a bare ordinal is a CUDA device', lambda e: e['kind'] == 'device_mismatch' and any(d.isdigit() for d in e['devices']),
+     lambda e: e.update(devices=['cuda:' + d if d.isdigit() else d for d in e['devices']])),
+    # "Expected a cuda device, but got: cpu" (torch.cuda.device / set_device given a non-CUDA device): invalid_device, as
+    # the corpus has it.
+    ('set_device given a non-CUDA device', lambda e: e['kind'] != 'invalid_device' and re.search(r'Expected a cuda device, but got', e['text']),
+     lambda e: e.update(kind='invalid_device', near_miss=False, devices=[], argument=None)),
+    # libcuda.so (the driver's library) that cannot be opened: no usable CUDA, as the corpus has it.
+    ('the driver library cannot be loaded', lambda e: e['kind'] == 'unknown' and re.search(r'libcuda\.so(?:\.\d+)?: cannot open shared object file', e['text']),
+     lambda e: e.update(kind='cuda_unavailable', near_miss=False)),
+    # docs/diagnostics.md: "certain" when the text itself says memory ran out.
+    ('says memory ran out: certain', lambda e: e['kind'].startswith('out_of_memory') and e['confidence'] == 'likely'
+        and re.search(r'(?i)\bout of memory\b|\bran out of memory\b|\bOOM(?:ed)?\b', e['text']),
+     lambda e: e.update(confidence='certain')),
+]
+for path in sys.argv[1:]:
+    rows = [json.loads(l) for l in open(path) if l.strip()]
+    for e in rows:
+        for name, when, change in conventions:
+            if when(e):
+                before = (e['kind'], e['devices'], e['confidence'])
+                change(e)
+                print(f"{path}: {e['id']}: {name}: {before} -> {(e['kind'], e['devices'], e['confidence'])}")
+    with open(path, 'w') as out:
+        for e in rows:
+            out.write(json.dumps(e, ensure_ascii=False) + '\n')

@@ -77,10 +77,11 @@ RuleTable::RuleTable() {
       R"((?i)(?:missing|unexpected) key(?:\(s\)|s)? in state_dict|unexpected key "[^"]*" in state_dict)")
       .holds = keys_differ_by_module_prefix;
   add(ErrorKind::kCudaUnavailable,
-      R"(Torch not compiled with CUDA enabled|not linked with support for cuda devices|(?i:cannot initialize CUDA without ATen_cuda library)|)"
-      R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|No CUDA GPUs are available|no CUDA-capable device is detected|)"
+      // PyTorch's own sentences; "Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "CUDA is not
+      // available" and the like are the structures below.
+      R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|)"
       R"(CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|deserialize object on a CUDA device|)"
-      R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|CUDA is not available|torch\.cuda\.\w*Tensor is not enabled|)"
+      R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|torch\.cuda\.\w*Tensor is not enabled|)"
       R"(CUDA-capable device\(s\) is/are busy or unavailable|CUDA unknown error - this may be due to an incorrectly set up|)"
       // The structure, in any back-end's words: no accelerator of a kind is available/detected/found; a build
       // without a back-end; a driver that does not initialise or load; a device count of zero.

@@ -41,6 +41,11 @@ std::string as_text(const std::vector<std::string>& items) {
   return "[" + out + "]";
 }
 
+// The argument an entry records ("" for null), as Diagnosis::argument.value_or("") gives it.
+std::string recorded_argument(const nlohmann::json& entry) {
+  return entry.at("argument").is_null() ? "" : entry.at("argument").get<std::string>();
+}
+
 std::optional<std::int64_t> optional_bytes(const nlohmann::json& entry, const char* key) {
   if (!entry.contains(key) || entry[key].is_null()) return std::nullopt;
   return entry[key].get<std::int64_t>();
@@ -134,7 +139,7 @@ TEST(ExplainCorpus, DeviceErrorsOfEveryVersionWithDevicesAndArgument) {
   for (const auto& [line, e] : entries) {
     const std::string text = e.at("text").get<std::string>(), expected = e.at("kind").get<std::string>();
     const auto devices = e.at("devices").get<std::vector<std::string>>();
-    const std::string argument = e.at("argument").is_null() ? "" : e.at("argument").get<std::string>();
+    const std::string argument = recorded_argument(e);
     kinds.insert(expected);
     const dx::Diagnosis d = dx::explain_error(text);
     const std::string got = dx::kind_name(d.kind);
@@ -170,7 +175,7 @@ TEST(ExplainCorpus, RecordedScenarioMessagesKeepTheirKindDevicesAndArgument) {
       const std::string where = entry.path().filename().string() + ": " + s.at("scenario").get<std::string>();
       const auto& recorded = s.at("diagnosis");
       const dx::Diagnosis d = dx::explain_error(s.at("raw").get<std::string>());
-      const std::string argument = recorded.at("argument").is_null() ? "" : recorded.at("argument").get<std::string>();
+      const std::string argument = recorded_argument(recorded);
       if (dx::kind_name(d.kind) != s.at("expected_kind").get<std::string>() ||
           d.devices != recorded.at("devices").get<std::vector<std::string>>() || d.argument.value_or("") != argument) {
         failures += fmt::format("  {}: expected {} {} '{}', got {} {} '{}' ({})\n", where,
@@ -208,7 +213,7 @@ HarvestScore score_harvest(const std::string& file) {
     const std::string got = dx::kind_name(d.kind);
     bool right = got == expected;
     if (right && expected == "device_mismatch") {
-      const std::string argument = e.at("argument").is_null() ? "" : e.at("argument").get<std::string>();
+      const std::string argument = recorded_argument(e);
       right = d.devices == e.at("devices").get<std::vector<std::string>>() && d.argument.value_or("") == argument;
     }
     if (right && (expected == "out_of_memory_gpu" || expected == "out_of_memory_cpu")) {

@@ -1,5 +1,7 @@
 // The base library: flags read at parse time, files and file sets replaced whole, stop requests,
 // child processes.
+#include <fmt/format.h>
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -8,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,13 @@ TEST(Flags, IntegerListsAreCheckedItemByItem) {
   EXPECT_EQ(int_list_flag("--batch-sizes", "+8", 1, 65536), (std::vector<std::int64_t>{8}));
   EXPECT_THROW_WITH(int_list_flag("--batch-sizes", "-1", 1, 65536), InputError, "--batch-sizes: -1 is out of range (1 to 65536)");
   EXPECT_THROW_WITH(int_list_flag("--batch-sizes", "0", 1, 65536), InputError, "0 is out of range");
+  // Both bounds are inside: min and max are accepted, one beyond each refused.
+  EXPECT_EQ(int_list_flag("--batch-sizes", "1,65536", 1, 65536), (std::vector<std::int64_t>{1, 65536}));
+  EXPECT_THROW_WITH(int_list_flag("--batch-sizes", "65537", 1, 65536), InputError,
+                    "65537 is out of range (1 to 65536)");
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(int_list_flag("--n", "9223372036854775807", 1, kMax), (std::vector<std::int64_t>{kMax}));
+  EXPECT_THROW_WITH(int_list_flag("--n", "9223372036854775808", 1, kMax), InputError, "out of range");
   EXPECT_THROW_WITH(int_list_flag("--batch-sizes", "99999999999", 1, 65536), InputError, "99999999999 is out of range");
   EXPECT_THROW_WITH(int_list_flag("--batch-sizes", "99999999999999999999999", 1, 65536), InputError, "out of range");
   EXPECT_THROW_WITH(int_list_flag("--batch-sizes", "", 1, 65536), InputError, "--batch-sizes: empty list");
@@ -69,6 +79,7 @@ TEST(Flags, AnEmptyItemIsRefusedWhereverItStands) {
 TEST(Flags, SizesAreAboveZeroAndFitInt64) {
   using torchprobe::byte_size_flag;
   EXPECT_EQ(byte_size_flag("--cpu-limit", "512MiB"), 512LL << 20);
+  EXPECT_EQ(byte_size_flag("--cpu-limit", "1"), 1);  // the smallest size: one byte above the refused 0
   EXPECT_THROW_WITH(byte_size_flag("--cpu-limit", "0"), InputError, "--cpu-limit: the size must be above 0");
   EXPECT_THROW_WITH(byte_size_flag("--cpu-limit", "99999999999999999999999"), InputError, "bytes is too large");
   EXPECT_THROW_WITH(byte_size_flag("--cpu-limit", "lots"), InputError, "expected a size like 512MiB");
@@ -221,6 +232,33 @@ TEST(Io, WrittenFilesGetTheUsualModeUnderTheUmask) {
   EXPECT_EQ(st.st_mode & 0777, 0644u);
   ASSERT_EQ(stat((dir.path() / "b.md").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+// The mode is 0666 less the umask whatever the umask, and a replaced file takes the new mode, not the old one (a
+// file once written 0600 by hand is readable again after torchprobe writes it under umask 022).
+TEST(Io, WrittenFilesTakeTheModeOfEachUmaskAndReplacingResetsIt) {
+  const TempDir dir;
+  const auto mode_of = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  for (const mode_t mask : {mode_t{022}, mode_t{077}, mode_t{002}, mode_t{0}, mode_t{027}}) {
+    const std::string name = fmt::format("u{:03o}", mask);
+    const mode_t old = umask(mask);
+    io::write_text_file((dir.path() / (name + ".json")).string(), "x");
+    io::write_file_set(dir.path().string(), {{name + ".md", "y"}});
+    umask(old);
+    EXPECT_EQ(mode_of(dir.path() / (name + ".json")), 0666u & ~mask) << name;
+    EXPECT_EQ(mode_of(dir.path() / (name + ".md")), 0666u & ~mask) << name;
+  }
+  const fs::path file = dir.path() / "was_private.json";
+  io::write_text_file(file.string(), "old");
+  ASSERT_EQ(chmod(file.c_str(), 0600), 0);
+  const mode_t old = umask(022);
+  io::write_text_file(file.string(), "new");
+  umask(old);
+  EXPECT_EQ(mode_of(file), 0644u);
 }
 
 TEST(Interrupt, StopRequestsAreCheckedBetweenUnitsOfWork) {

@@ -256,6 +256,8 @@ TEST(CompareGolden, ConsoleMarkdownJunitAndJson) {
 TEST(Compare, ParsePercent) {
   EXPECT_DOUBLE_EQ(report::parse_percent("5%", "--threshold"), 5.0);
   EXPECT_DOUBLE_EQ(report::parse_percent("2.5", "--threshold"), 2.5);
+  EXPECT_EQ(report::parse_percent("0", "--threshold"), 0.0);  // the smallest: any change counts
+  EXPECT_EQ(report::parse_percent("0%", "--threshold"), 0.0);
   EXPECT_THROW_WITH(report::parse_percent("five", "--threshold"), InputError, "--threshold: 'five' is not a percentage");
   EXPECT_THROW_WITH(report::parse_percent("-1%", "--threshold"), InputError, "not a percentage");
   EXPECT_THROW_WITH(report::parse_percent("%", "--threshold"), InputError, "not a percentage");
@@ -385,6 +387,32 @@ TEST(CompareBoundaries, ASignificantChangeWhoseIntervalReachesPastTheThresholdIs
   // Not significant: the interval alone never makes a verdict (3 v 3 cannot reach p < 0.05).
   const auto few = report::compare_results(timings({9.99, 10.0, 10.01}), timings({10.2, 10.4, 11.2}), {});
   EXPECT_EQ(only_row(few).verdict, report::Verdict::kSame);
+}
+
+// "Its interval reaches past the threshold": past, not to. With the threshold set to the interval's far end itself
+// the change is SAME; one step below it, SLOWER (FASTER for the mirrored case). The interval is the same on every
+// call (its seed is the benchmark's name), so the far end read once is the boundary of the next calls.
+TEST(CompareBoundaries, TheIntervalMustReachPastTheThresholdNotOnlyToIt) {
+  const std::vector<double> base = {9.98, 9.99, 10.0, 10.01, 10.02};
+  const std::vector<double> noisy = {10.2, 10.3, 10.4, 10.9, 11.2}, noisy_down = {8.8, 9.1, 9.6, 9.7, 9.8};
+  const auto judged = [&](const std::vector<double>& current, double threshold) {
+    return only_row(report::compare_results(timings(base), timings(current), with(threshold, 0.05)));
+  };
+  const auto up = judged(noisy, 5.0);
+  ASSERT_GT(up.change_lo_pct, 0.0);
+  const double high = up.change_hi_pct;
+  ASSERT_GT(high, std::nextafter(up.change_pct, 100.0)) << "the interval must reach beyond the measured change";
+  EXPECT_EQ(judged(noisy, high).change_hi_pct, high);
+  EXPECT_EQ(judged(noisy, high).verdict, report::Verdict::kSame);
+  EXPECT_EQ(judged(noisy, std::nextafter(high, 0.0)).verdict, report::Verdict::kSlower);
+  EXPECT_EQ(judged(noisy, std::nextafter(high, 100.0)).verdict, report::Verdict::kSame);
+
+  const auto down = judged(noisy_down, 5.0);
+  ASSERT_LT(down.change_hi_pct, 0.0);
+  const double low = -down.change_lo_pct;
+  EXPECT_EQ(judged(noisy_down, low).verdict, report::Verdict::kSame);
+  EXPECT_EQ(judged(noisy_down, std::nextafter(low, 0.0)).verdict, report::Verdict::kFaster);
+  EXPECT_EQ(judged(noisy_down, std::nextafter(low, 100.0)).verdict, report::Verdict::kSame);
 }
 
 // UNCONFIRMED: slower beyond the threshold, and the repetitions cannot reach p < alpha. 3 + 3 repetitions reach

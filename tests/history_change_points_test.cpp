@@ -171,6 +171,32 @@ TEST(HistoryChangePoints, APEqualToAlphaIsNotAChangePoint) {
   EXPECT_EQ(found[0].p_value, 0.05);
 }
 
+// A segment longer than 128 runs takes the end-anchored permutation test alone (with its early stop): the same
+// floor of 1 / (1 + permutations) and the same "p < alpha, never equal" as the shorter segments' min-p test, on a
+// 200-run step at run 150.
+TEST(HistoryChangePoints, ALongSeriesHasTheSameFloorAndTheSameAlphaBoundary) {
+  const auto step = step_values(200, 150, 1.0, 2.0);
+  for (const int permutations : {199, 39}) {
+    history::ChangePointOptions options;
+    options.permutations = permutations;
+    const auto found = history::e_divisive(step, options);
+    ASSERT_EQ(found.size(), 1u) << permutations;
+    EXPECT_EQ(found[0].index, 150u) << permutations;
+    EXPECT_EQ(found[0].p_value, 1.0 / (1.0 + permutations)) << permutations;
+  }
+  history::ChangePointOptions options;
+  options.permutations = 19;
+  options.alpha = 0.05;
+  EXPECT_TRUE(history::e_divisive(step, options).empty());
+  options.alpha = std::nextafter(0.05, 1.0);
+  const auto found = history::e_divisive(step, options);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].index, 150u);
+  EXPECT_EQ(found[0].p_value, 0.05);
+  // Pure noise of that length: the early stop ends the test without a change point.
+  EXPECT_TRUE(history::e_divisive(planted(3, 200, 0.01, {}), {}).empty());
+}
+
 // "A change point whose medians differ by less than --min-change is dropped": exactly 5.0% (100 -> 105, and
 // 105 -> 99.75 down) stays, both in e_divisive and in what show/check report (analyze); a minimum one step above drops
 // it.
@@ -261,6 +287,10 @@ TEST(HistoryChangePoints, TheBootstrapIntervalOfAChange) {
   const auto wider = history::estimate_change(noisy, reps, 10, 30, 60, {});
   EXPECT_GT(wider.high_pct - wider.low_pct, few.high_pct - few.low_pct);
   EXPECT_EQ(wider.change_pct, few.change_pct);  // the estimate is the run medians' either way
+  // 29 runs before the change, one fewer than 30: the repetitions are drawn (29 is a few runs, as 20 is).
+  const auto few29 = history::estimate_change(noisy, {}, 1, 30, 60, {});
+  const auto wider29 = history::estimate_change(noisy, reps, 1, 30, 60, {});
+  EXPECT_GT(wider29.high_pct - wider29.low_pct, few29.high_pct - few29.low_pct);
   history::ChangePointOptions medians_only;
   medians_only.use_repetitions = false;
   EXPECT_EQ(history::estimate_change(noisy, reps, 10, 30, 60, medians_only).high_pct, few.high_pct);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -219,6 +221,33 @@ TEST(OomMessages, ExplainGivesTheNumbersAndTheVerdict) {
       "GiB free; 13.10 GiB reserved in total by PyTorch)");
   EXPECT_NE(too_big.explanation.find("Verdict: the working set is larger than the device"), std::string::npos)
       << too_big.explanation;
+}
+
+// "Outside PyTorch's allocator" is what the process has in use less what the caching allocator reserved (not less
+// what live tensors hold): 79.18 GiB in use, 78.60 GiB reserved (76.50 allocated + 2.10 unallocated) leaves 593.9 MiB.
+// Only strictly more in use than reserved is said: equal, nothing; one byte more, one byte.
+TEST(OomMessages, MemoryOutsideTheAllocatorIsInUseLessReserved) {
+  const auto full = dx::explain_error(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 "
+      "GiB of "
+      "which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.18 GiB memory in use. Of the "
+      "allocated "
+      "memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but unallocated.");
+  EXPECT_NE(full.explanation.find("; 593.9 MiB of this process's memory is outside PyTorch's allocator"),
+            std::string::npos)
+      << full.explanation;
+  const auto in_use = [](int bytes) {
+    return dx::explain_oom_facts(
+        dx::parse_oom(fmt::format("CUDA out of memory. Tried to allocate 4096 B. Including non-PyTorch memory, this "
+                                  "process has {} B memory in use. Of the allocated memory 1024 B is allocated by "
+                                  "PyTorch, and 2048 B is reserved by PyTorch but unallocated.",
+                                  bytes)),
+        /*gpu=*/true);
+  };
+  EXPECT_EQ(in_use(3072).find("outside PyTorch's allocator"), std::string::npos) << in_use(3072);
+  EXPECT_EQ(in_use(3071).find("outside PyTorch's allocator"), std::string::npos) << in_use(3071);
+  EXPECT_NE(in_use(3073).find("; 1 B of this process's memory is outside PyTorch's allocator"), std::string::npos)
+      << in_use(3073);
 }
 
 TEST(CpuAllocationCounter, CountsTensorBytesExactlyAndNests) {

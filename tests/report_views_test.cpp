@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fmt/format.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -177,6 +179,25 @@ TEST(ReportBoundaries, NoiseWarningOnlyAboveTheThreshold) {
   EXPECT_NE(below[0].find("`op/add/cpu/n:1024`: CV 5.0% over 5 repetitions exceeds the 5.0% noise threshold"),
             std::string::npos)
       << below[0];
+}
+
+// "The timeout stopped its sampling" when the noise of the mean is above its target: a noise exactly at the target
+// (1.0% against 1.0%) is neither warned about nor marked "(timeout)" in the Sampling table; one step above, both.
+TEST(ReportBoundaries, NoiseAboveItsTargetOnlyWhenStrictlyAbove) {
+  const auto judged = [](double noise_pct, bool expect_warning) {
+    const auto set = one("op/add/cpu/n:1024", 2.0,
+                         fmt::format(R"(, "samples": 40, "noise_pct": {:.17g}, "max_noise_pct": 1.0)", noise_pct));
+    ASSERT_EQ(set.results[0].counter("noise_pct"), noise_pct);
+    const std::string what = fmt::format("noise {:.17g}", noise_pct);
+    EXPECT_EQ(report::noise_above_target(set.results[0]), expect_warning) << what;
+    EXPECT_EQ(lines_with(report::warnings(set, 5.0), "the timeout stopped its sampling"), expect_warning ? 1u : 0u)
+        << what;
+    const std::string markdown = report::to_markdown(set, report::make_charts(set), report::ReportOptions{});
+    EXPECT_EQ(markdown.find("(timeout)") != std::string::npos, expect_warning) << what;
+  };
+  judged(1.0, false);
+  judged(std::nextafter(1.0, 0.0), false);
+  judged(std::nextafter(1.0, 2.0), true);
 }
 
 // "A CPU step whose time differs from the sum of its phases by more than 25%": a 4.00 ms step with phases summing to

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -82,4 +83,17 @@ TEST(Units, TheLargestSizeIsExactAndOneMoreIsRefused) {
   EXPECT_EQ(units::parse_bytes("8589934592 GiB"), std::nullopt);
   EXPECT_EQ(units::parse_bytes("8388607.5 TiB"), (std::int64_t{16777215}) << 39);
   EXPECT_EQ(units::parse_bytes("8388608.0 TiB"), std::nullopt);
+}
+
+// Each unit from exactly its size on: 1023 B, 1.0 KiB at 1024; the next unit at 1024 of the one before.
+TEST(Units, FormattedSizesChangeUnitExactlyAtEachPowerOf1024) {
+  EXPECT_EQ(units::format_bytes(0), "0 B");
+  EXPECT_EQ(units::format_bytes(1023), "1023 B");
+  EXPECT_EQ(units::format_bytes(1024), "1.0 KiB");
+  EXPECT_EQ(units::format_bytes(-1024), "-1.0 KiB");
+  EXPECT_EQ(units::format_bytes(std::nextafter(1024.0 * 1024, 0.0)), "1024.0 KiB");
+  EXPECT_EQ(units::format_bytes(1024.0 * 1024), "1.0 MiB");
+  EXPECT_EQ(units::format_bytes(std::nextafter(1024.0 * 1024 * 1024, 0.0)), "1024.0 MiB");
+  EXPECT_EQ(units::format_bytes(1024.0 * 1024 * 1024), "1.00 GiB");
+  EXPECT_EQ(units::format_bytes(5.0 * 1024 * 1024 * 1024 * 1024), "5120.00 GiB");
 }

@@ -82,7 +82,7 @@ RuleTable::RuleTable() {
       R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|)"
       R"(CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|deserialize object on a CUDA device|)"
       R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|torch\.cuda\.\w*Tensor is not enabled|)"
-      R"(CUDA-capable device\(s\) is/are busy or unavailable|CUDA unknown error - this may be due to an incorrectly set up|)"
+      R"(CUDA unknown error - this may be due to an incorrectly set up|)"
       // The structure, in any back-end's words: no accelerator of a kind is available/detected/found; a build
       // without a back-end; a driver that does not initialise or load; a device count of zero.
       R"((?i:\bno (?:[\w-]+ ){0,2}?(?:GPUs?|devices?|accelerators?|platforms?)\b[^.\n]{0,30}?\b(?:available|detected|found|discovered|present)\b)|)"
@@ -101,7 +101,7 @@ RuleTable::RuleTable() {
       R"((?i:couldn't communicate with the NVIDIA driver)|(?i:error from cudaGetDeviceCount)|)"
       R"((?i:could not select device driver[^\n]*capabilities: \[\[gpu\]\])|)"
       R"((?i:\bimplementation for (?:device )?(?:cuda|hip)\S* not found)|(?i:without (?:the )?ATen_cuda library)|)"
-      R"((?i:CUDA-capable devices? (?:\(s\) )?(?:is/are|are|is) busy or unavailable)|)"
+      R"((?i:CUDA-capable devices?(?: ?\(s\))? (?:is/are|are|is) busy or unavailable)|)"
       R"((?i:\bmachine only has:? \[\])|(?i:\bCUDA setup failed\b)|)"
       R"((?i:\b(?:CUDA|HIP|XPU) driver initiali[sz]ation failed)|libcuda\.so(?:\.\d+)?: cannot open shared object file|)"
       R"((?i:\bis not able to use (?:the )?GPU\b)|(?i:device_count\(\) *(?:=|==) *0\b)|(?i:\b(?:MPS|XPU) backend is (?:not available|supported on)))");

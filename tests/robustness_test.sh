@@ -79,6 +79,7 @@ case "$case_name" in
   enospc)
     [[ $(id -u) == 0 ]] || skip "needs root to mount a small tmpfs"
     command -v unshare > /dev/null || skip "needs unshare (util-linux)"
+    train+=(--dtypes fp32 --max-noise 100)  # the files matter here, not the figures (as in isolate)
     "$bench" "${train[@]}" --batch-sizes 2 --benchmark_out=seed.json > /dev/null 2>&1 || fail "could not make a seed run"
     cat > inner.sh <<'EOF'
 set -u
@@ -109,6 +110,7 @@ EOF
   enospc_mid_run)
     [[ $(id -u) == 0 ]] || skip "needs root to mount a small tmpfs"
     command -v unshare > /dev/null || skip "needs unshare (util-linux)"
+    train+=(--dtypes fp32 --max-noise 100)
     cat > inner.sh <<'EOF'
 set -u
 bench="$1" work="$2" train=("${@:3}")
@@ -157,14 +159,18 @@ EOF
     kill -0 "$child" 2> /dev/null && fail "the probe's child $child outlived its parent"
     ;;
 
-  # --isolate: a crash and an abort in two configurations are recorded as their failures, the rest runs.
+  # --isolate: a crash and an abort in two configurations are recorded as their failures, the rest runs. fp32 only,
+  # each child sampling to its minimum (--max-noise 100): what is tested is the crash handling, not the figures; the
+  # bf16 step (emulated on a CPU without bf16, with its roofs) and children sampling to 1% noise into their 5 s
+  # timeout took this test to 90-116 s in CI, 138 s on a quiet 2-core host (now ~20 s).
   isolate)
+    train+=(--dtypes fp32 --max-noise 100)
     TORCHPROBE_TEST_FAULT="batch:4/:segv" "$bench" --isolate "${train[@]}" --batch-sizes 2,4,8 --benchmark_out=iso.json \
       > bench.out 2> bench.err; rc=$?
     [[ $rc == 1 ]] || fail "exit code $rc with a crashing benchmark, expected 1"
     json_has iso.json '"error_message": "the benchmark.s process (--isolate) was killed by SIGSEGV' || fail "no SIGSEGV entry"
     json_has iso.json '"name": "train_step/net/cpu/batch:8/dtype:fp32/layout:nchw/manual_time"' || fail "the suite did not go on"
-    json_has iso.json '"torchprobe_run": "complete (4 of 4 benchmarks)"' || fail "status"
+    json_has iso.json '"torchprobe_run": "complete (3 of 3 benchmarks)"' || fail "status"
     "$tp" compare iso.json iso.json > /dev/null 2>&1; [[ $? == 0 ]] || fail "compare cannot read the merged file"
     TORCHPROBE_TEST_FAULT="batch:2/:abort" "$bench" --isolate "${train[@]}" --batch-sizes 2,4 --benchmark_format=json \
       > abort.out 2> bench.err; rc=$?

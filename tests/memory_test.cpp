@@ -162,12 +162,16 @@ TEST(MemoryFit, RecoversAPlantedLinearModel) {
   EXPECT_THROW(dx::fit_linear({4, 4}, {1, 2}), std::invalid_argument);
 }
 
+// LibTorch 2.x's out-of-memory message as a real run printed it.
+const char* const kOomOfLibTorch2 =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB "
+    "of "
+    "which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.18 GiB memory in use. Of the allocated "
+    "memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but unallocated. If reserved but "
+    "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
+
 TEST(OomMessages, NumbersOfLibTorch2AndOneThirteenAndTheCpu) {
-  const auto v2 = dx::parse_oom(
-      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of "
-      "which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.18 GiB memory in use. Of the allocated "
-      "memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but unallocated. If reserved but "
-      "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.");
+  const auto v2 = dx::parse_oom(kOomOfLibTorch2);
   const std::int64_t mib = 1024 * 1024, gib = 1024 * mib;
   EXPECT_EQ(*v2.requested, 20 * mib);
   EXPECT_EQ(*v2.total, std::llround(79.19 * static_cast<double>(gib)));
@@ -227,12 +231,7 @@ TEST(OomMessages, ExplainGivesTheNumbersAndTheVerdict) {
 // what live tensors hold): 79.18 GiB in use, 78.60 GiB reserved (76.50 allocated + 2.10 unallocated) leaves 593.9 MiB.
 // Only strictly more in use than reserved is said: equal, nothing; one byte more, one byte.
 TEST(OomMessages, MemoryOutsideTheAllocatorIsInUseLessReserved) {
-  const auto full = dx::explain_error(
-      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 "
-      "GiB of "
-      "which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.18 GiB memory in use. Of the "
-      "allocated "
-      "memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but unallocated.");
+  const auto full = dx::explain_error(kOomOfLibTorch2);
   EXPECT_NE(full.explanation.find("; 593.9 MiB of this process's memory is outside PyTorch's allocator"),
             std::string::npos)
       << full.explanation;

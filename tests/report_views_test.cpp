@@ -1,8 +1,7 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fmt/format.h>
-
 #include <cmath>
 #include <string>
 #include <vector>

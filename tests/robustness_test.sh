@@ -33,6 +33,10 @@ cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($
 busy_for() { (( $(cpu_seconds "$1") >= $2 )); }
 # A short CPU training run: one benchmark per batch size, each well under a second.
 train=(--devices cpu --suites train --models net --threads 1 --benchmark_min_time=0.3)
+# For the cases that test files and crash handling, not figures: fp32 only (the bf16 step is emulated on a CPU without
+# bf16, with roofs of its own) and each child sampling to its minimum, not to 1% noise into its 5 s timeout. With both,
+# robust_isolate took 138 s on a quiet 2-core host and 116 s in CI's asan; without, ~20 s.
+files_only=(--dtypes fp32 --max-noise 100)
 
 # A signal during a run: the finished benchmarks are in a complete file that says it is partial, the
 # program exits 128 + the signal, report reads it and says so, compare fails the gate on it.
@@ -79,7 +83,7 @@ case "$case_name" in
   enospc)
     [[ $(id -u) == 0 ]] || skip "needs root to mount a small tmpfs"
     command -v unshare > /dev/null || skip "needs unshare (util-linux)"
-    train+=(--dtypes fp32 --max-noise 100)  # the files matter here, not the figures (as in isolate)
+    train+=("${files_only[@]}")
     "$bench" "${train[@]}" --batch-sizes 2 --benchmark_out=seed.json > /dev/null 2>&1 || fail "could not make a seed run"
     cat > inner.sh <<'EOF'
 set -u
@@ -110,7 +114,7 @@ EOF
   enospc_mid_run)
     [[ $(id -u) == 0 ]] || skip "needs root to mount a small tmpfs"
     command -v unshare > /dev/null || skip "needs unshare (util-linux)"
-    train+=(--dtypes fp32 --max-noise 100)
+    train+=("${files_only[@]}")
     cat > inner.sh <<'EOF'
 set -u
 bench="$1" work="$2" train=("${@:3}")
@@ -159,12 +163,9 @@ EOF
     kill -0 "$child" 2> /dev/null && fail "the probe's child $child outlived its parent"
     ;;
 
-  # --isolate: a crash and an abort in two configurations are recorded as their failures, the rest runs. fp32 only,
-  # each child sampling to its minimum (--max-noise 100): what is tested is the crash handling, not the figures; the
-  # bf16 step (emulated on a CPU without bf16, with its roofs) and children sampling to 1% noise into their 5 s
-  # timeout took this test to 90-116 s in CI, 138 s on a quiet 2-core host (now ~20 s).
+  # --isolate: a crash and an abort in two configurations are recorded as their failures, the rest runs.
   isolate)
-    train+=(--dtypes fp32 --max-noise 100)
+    train+=("${files_only[@]}")
     TORCHPROBE_TEST_FAULT="batch:4/:segv" "$bench" --isolate "${train[@]}" --batch-sizes 2,4,8 --benchmark_out=iso.json \
       > bench.out 2> bench.err; rc=$?
     [[ $rc == 1 ]] || fail "exit code $rc with a crashing benchmark, expected 1"

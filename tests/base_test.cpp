@@ -2,11 +2,13 @@
 // child processes.
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -178,6 +180,39 @@ TEST(Io, InputsThatAreNotFilesAreRefusedOrBounded) {
   waitpid(writer, nullptr, 0);
 }
 
+TEST(Io, StandardStreamsNamedAsFilesAreThoseStreams) {
+  // `--junit /dev/stderr` goes to the error stream as a shell's redirection would, `/dev/stdout` to the output;
+  // /dev/fd/N to descriptor N. A forked child points its descriptors 1, 2 and 5 at three files and writes to each name.
+  const TempDir dir;
+  const std::string out = (dir.path() / "out").string(), err = (dir.path() / "err").string(),
+                    five = (dir.path() / "five").string();
+  std::fflush(nullptr);  // nothing this process buffered may reach the child's files
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const auto point = [](const std::string& path, int fd) {
+      const int f = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      return f >= 0 && dup2(f, fd) == fd;
+    };
+    if (!point(out, STDOUT_FILENO) || !point(err, STDERR_FILENO) || !point(five, 5)) _exit(1);
+    try {
+      io::write_text_file("/dev/stderr", "to the errors\n");
+      io::write_text_file("/dev/stdout", "to the output\n");
+      io::write_text_file("/dev/fd/5", "to five\n");
+    } catch (...) {
+      _exit(2);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << subprocess::describe_status(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(slurp(err), "to the errors\n");
+  EXPECT_EQ(slurp(out), "to the output\n");
+  EXPECT_EQ(slurp(five), "to five\n");
+}
+
 TEST(Io, OnlyRegularFilesAreReplaced) {
   const TempDir dir;
   const fs::path target = dir.path() / "real.md", link = dir.path() / "link.md";
@@ -272,22 +307,26 @@ TEST(Interrupt, CleanupsAreRegisteredAndRemoved) {
   EXPECT_EQ(interrupt::signal_name(SIGTERM), "SIGTERM");
 }
 
-TEST(Interrupt, GracefulSignalIsRecordedNotFatal) {
-  // A forked copy of this test installs the graceful handler and signals itself: it must live on,
-  // see the request, and report 128 + SIGTERM.
+TEST(Interrupt, GracefulSignalIsRecordedThenASecondStopsAtOnce) {
+  // A forked copy of this test installs the graceful handler and signals itself: it must live on and see the request
+  // (128 + SIGTERM to exit with, once the current sample is done). A second SIGTERM (the user's second Ctrl-C) stops
+  // it now with 128 + SIGTERM. The child waits far longer than either takes before giving up (exit 1 or 2).
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     interrupt::reset_for_testing();
     interrupt::install(interrupt::Mode::kGraceful);
     kill(getpid(), SIGTERM);
-    for (int i = 0; i < 500 && !interrupt::requested(); ++i) usleep(1000);
-    _exit(interrupt::requested() && interrupt::signal_number() == SIGTERM ? interrupt::exit_code() : 1);
+    for (int i = 0; i < 30000 && !interrupt::requested(); ++i) usleep(1000);
+    if (!interrupt::requested() || interrupt::signal_number() != SIGTERM || interrupt::exit_code() != 143) _exit(1);
+    kill(getpid(), SIGTERM);
+    for (int i = 0; i < 30000; ++i) usleep(1000);
+    _exit(2);  // still running: the second signal did not stop it
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status)) << subprocess::describe_status(status);
-  EXPECT_EQ(WEXITSTATUS(status), 143);
+  EXPECT_EQ(WEXITSTATUS(status), 143) << "1: the first signal was not recorded; 2: the second did not stop the process";
 }
 
 TEST(Interrupt, ImmediateModeRunsTheCleanupsThenExits) {

@@ -87,12 +87,15 @@ TEST(CpuModel, ParsesTheFirstProcessorsFieldsAndTheHighestClock) {
   EXPECT_EQ(cpu_isa(grace), "SVE2 (BF16)");
   EXPECT_EQ(grace.max_clock_mhz, 0.0) << "aarch64 lists no clock in /proc/cpuinfo; BogoMIPS is not one";
 
-  // Two processors: the first's identity, the highest clock (a VM's cores can list different ones).
+  // Three processors: the first's identity, the highest clock wherever it is listed (a VM's cores can list different
+  // ones; the highest is neither the first nor the last here).
   const CpuInfo two = parse_cpu_info(
       "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: first\n"
       "stepping\t: 8\ncpu MHz\t\t: 1200.5\nflags\t\t: fpu avx2 fma\n\n"
       "processor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\nmodel name\t: second\n"
-      "cpu MHz\t\t: 3400.25\nflags\t\t: fpu avx512f\n\n");
+      "cpu MHz\t\t: 3400.25\nflags\t\t: fpu avx512f\n\n"
+      "processor\t: 2\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\nmodel name\t: third\n"
+      "cpu MHz\t\t: 800.0\nflags\t\t: fpu avx512f\n\n");
   EXPECT_EQ(two.model, "first");
   EXPECT_EQ(two.model_number, 143);
   EXPECT_EQ(two.stepping, 8);

@@ -1,7 +1,13 @@
 #include "torchprobe/device_spec.h"
 #include "torchprobe/inventory.h"
+#include "torchprobe/run_context.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <regex>
+#include <string>
 
 #include "test_util.h"
 #include "torchprobe/error.h"
@@ -96,4 +102,31 @@ TEST(Inventory, TellsTheCpusIsaApartFromLibTorchsKernelLevel) {
   const std::string text = inventory_text(collect_inventory());
   EXPECT_NE(text.find("CPU ISA"), std::string::npos);
   EXPECT_NE(text.find("LibTorch kernels"), std::string::npos);
+}
+
+// The date every results file records (dist's own files; Google Benchmark writes the same form): ISO 8601 with the
+// offset's colon, "+05:30", which `history add` and every other reader of dates accept. A fixed zone for the test.
+TEST(RunContext, TheDateIsIso8601WithTheOffsetsColon) {
+  const char* was = std::getenv("TZ");
+  const std::string saved = was ? was : "";
+  const auto date_in = [](const char* zone) {
+    setenv("TZ", zone, 1);
+    tzset();
+    for (const auto& [key, value] : standard_context()) {
+      if (key == "date") return value;
+    }
+    return std::string("(no date)");
+  };
+  EXPECT_TRUE(std::regex_match(date_in("<+0530>-05:30"), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+05:30)")))
+      << date_in("<+0530>-05:30");
+  EXPECT_TRUE(std::regex_match(date_in("<-03>3"), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d-03:00)")))
+      << date_in("<-03>3");
+  EXPECT_TRUE(std::regex_match(date_in("UTC0"), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00)")))
+      << date_in("UTC0");
+  if (was) {
+    setenv("TZ", saved.c_str(), 1);
+  } else {
+    unsetenv("TZ");
+  }
+  tzset();
 }

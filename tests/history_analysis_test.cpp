@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "history_test_util.h"
@@ -79,26 +80,49 @@ TEST(HistoryAnalysis, AFasterCommitIsNotASlowdown) {
   EXPECT_TRUE(found);
 }
 
+namespace {
+
+// The training step's report for a series stored as runs of equal medians ({20, 10.0}: 20 runs at 10 ms), analysed as
+// show and check do.
+history::SeriesReport step_report(const std::vector<std::pair<int, double>>& segments) {
+  TempDir dir("torchprobe-history");
+  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+  std::vector<double> values;
+  for (const auto& [runs, ms] : segments) values.insert(values.end(), static_cast<size_t>(runs), ms);
+  add_series(store, values);
+  for (auto& r : analyze_stored(store)) {
+    if (r.series.name == kStep) return r;
+  }
+  ADD_FAILURE() << "no training step series";
+  return {};
+}
+
+}  // namespace
+
 // Every change kept could be --min-change between its neighbours: 10 -> 10.4 (+4%) -> 11 (+5.8%), 20 runs each
 // with 1% noise, keeps only the second, as +7.8% over the first two segments (the +4% split's interval stays
 // under 5%).
 TEST(HistoryAnalysis, EveryChangeKeptIsAtLeastTheMinimumBetweenItsNeighbours) {
-  TempDir dir("torchprobe-history");
-  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
-  std::vector<double> values(20, 10.0);
-  values.insert(values.end(), 20, 10.4);
-  values.insert(values.end(), 20, 11.0);
-  add_series(store, values);
-  const auto reports = analyze_stored(store);
-  const history::SeriesReport* step = nullptr;
-  for (const auto& r : reports) step = r.series.name == kStep ? &r : step;
-  ASSERT_NE(step, nullptr);
-  ASSERT_EQ(step->changes.size(), 1u);
-  EXPECT_EQ(step->changes[0].index, 40u);
-  EXPECT_NEAR(step->changes[0].change_pct, 100.0 * (11.0 - 10.2) / 10.2, 0.5);
-  EXPECT_LE(step->changes[0].low_pct, step->changes[0].change_pct);
-  EXPECT_GE(step->changes[0].high_pct, step->changes[0].change_pct);
-  for (const auto& c : step->changes) EXPECT_GE(std::fabs(c.change_pct), 5.0) << c.commit;
+  const auto step = step_report({{20, 10.0}, {20, 10.4}, {20, 11.0}});
+  ASSERT_EQ(step.changes.size(), 1u);
+  EXPECT_EQ(step.changes[0].index, 40u);
+  EXPECT_NEAR(step.changes[0].change_pct, 100.0 * (11.0 - 10.2) / 10.2, 0.5);
+  EXPECT_LE(step.changes[0].low_pct, step.changes[0].change_pct);
+  EXPECT_GE(step.changes[0].high_pct, step.changes[0].change_pct);
+  for (const auto& c : step.changes) EXPECT_GE(std::fabs(c.change_pct), 5.0) << c.commit;
+}
+
+// Each change's before and after figures are its own segments' medians, bounded by the changes next to it: 10 -> 12
+// -> 15 ms (20 runs each) gives 10 -> 12 and 12 -> 15, not 10 -> 13.5 (every run after the first change).
+TEST(HistoryAnalysis, BeforeAndAfterStopAtTheNeighbouringChanges) {
+  const auto step = step_report({{20, 10.0}, {20, 12.0}, {20, 15.0}});
+  ASSERT_EQ(step.changes.size(), 2u);
+  EXPECT_EQ(step.changes[0].index, 20u);
+  EXPECT_NEAR(step.changes[0].before_ms, 10.0, 0.2);
+  EXPECT_NEAR(step.changes[0].after_ms, 12.0, 0.2);
+  EXPECT_EQ(step.changes[1].index, 40u);
+  EXPECT_NEAR(step.changes[1].before_ms, 12.0, 0.2);
+  EXPECT_NEAR(step.changes[1].after_ms, 15.0, 0.2);
 }
 
 // The repetitions are read only where the size rule may draw them: runs within few_runs_reach() (30) of a split.

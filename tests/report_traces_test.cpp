@@ -8,21 +8,23 @@
 namespace report = torchprobe::report;
 
 // report --traces: self time is an event's duration less the events directly inside it on its thread, per
-// profiled step (forward phases), largest first, ties by name; exact on a hand-made trace (microseconds).
+// profiled step (forward phases), largest first, ties by name; exact on a hand-made trace (microseconds). An event
+// that starts when the previous one ends follows it, not inside it.
 TEST(ReportTraces, SelfTimePerStepFromAChromeTrace) {
   const std::string text = R"({"traceEvents": [
     {"name": "forward", "cat": "torchprobe", "ph": "X", "ts": 0, "dur": 100, "tid": 1},
     {"name": "aten::conv2d", "cat": "aten", "ph": "X", "ts": 10, "dur": 50, "tid": 1},
     {"name": "aten::mkldnn_convolution", "cat": "aten", "ph": "X", "ts": 15, "dur": 40, "tid": 1},
     {"name": "aten::relu", "cat": "aten", "ph": "X", "ts": 70, "dur": 10, "tid": 1},
+    {"name": "aten::add_", "cat": "aten", "ph": "X", "ts": 80, "dur": 5, "tid": 1},
     {"name": "backward", "cat": "torchprobe", "ph": "X", "ts": 100, "dur": 100, "tid": 1},
     {"name": "aten::convolution_backward", "cat": "aten", "ph": "X", "ts": 110, "dur": 80, "tid": 1},
     {"name": "a mark", "ph": "i", "ts": 5, "tid": 1}],
     "displayTimeUnit": "ms"})";
-  const auto s = report::summarize_trace("train_step/net/cpu/batch:4", "t.json", text, /*top=*/3);
+  const auto s = report::summarize_trace("train_step/net/cpu/batch:4", "t.json", text, /*top=*/5);
   EXPECT_EQ(s.steps, 1);
   EXPECT_DOUBLE_EQ(s.step_ms, 0.2);
-  ASSERT_EQ(s.top.size(), 3u);
+  ASSERT_EQ(s.top.size(), 5u);
   EXPECT_EQ(s.top[0].name, "aten::convolution_backward");
   EXPECT_DOUBLE_EQ(s.top[0].self_ms_per_step, 0.08);
   EXPECT_EQ(s.top[1].name, "aten::mkldnn_convolution");
@@ -30,6 +32,11 @@ TEST(ReportTraces, SelfTimePerStepFromAChromeTrace) {
   EXPECT_EQ(s.top[2].name, "aten::conv2d");  // 10 us, tied with relu: by name
   EXPECT_DOUBLE_EQ(s.top[2].self_ms_per_step, 0.01);
   EXPECT_DOUBLE_EQ(s.top[2].calls_per_step, 1.0);
+  // add_ starts the moment relu ends: back to back, not inside it, so relu keeps its 10 us.
+  EXPECT_EQ(s.top[3].name, "aten::relu");
+  EXPECT_DOUBLE_EQ(s.top[3].self_ms_per_step, 0.01);
+  EXPECT_EQ(s.top[4].name, "aten::add_");
+  EXPECT_DOUBLE_EQ(s.top[4].self_ms_per_step, 0.005);
   const std::string md = report::traces_markdown({s});
   EXPECT_NE(md.find("## Where a step's time goes"), std::string::npos) << md;
   EXPECT_NE(md.find("trace: [t.json](t.json)"), std::string::npos) << md;

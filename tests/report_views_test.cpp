@@ -34,6 +34,24 @@ TEST(ReportViews, SpeedupAgainstTheCpuAndRooflineFigures) {
   EXPECT_NEAR(copy.pct_of_roof, 100.0 * copy.gb_per_s / 3000.0, 1e-9);
 }
 
+// Rows follow the models as first seen, then the variant, then the batch size from the smallest up, whatever the
+// order the file lists them in.
+TEST(ReportViews, TrainingRowsGoByModelThenVariantThenBatchUp) {
+  std::string benchmarks;
+  for (const char* name : {"resnet18/cpu/batch:64", "net/cpu/batch:64", "resnet18/cpu/batch:4", "net/cpu/batch:16",
+                           "net/cpu/batch:4", "resnet18/cpu/batch:16/dtype:bf16", "resnet18/cpu/batch:4/dtype:bf16"}) {
+    benchmarks += fmt::format(R"({}{{"name": "train_step/{}/manual_time", "run_type": "iteration", "real_time": 5,
+      "time_unit": "ms", "images_per_s": 100}})",
+                              benchmarks.empty() ? "" : ",", name);
+  }
+  const auto view = report::train_view(report::parse_results(R"({"benchmarks": [)" + benchmarks + "]}", "order.json"));
+  std::vector<std::string> order;
+  for (const auto& row : view.rows) order.push_back(row.label());
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"resnet18 batch:4", "resnet18 batch:64", "resnet18 batch:4 dtype:bf16",
+                                      "resnet18 batch:16 dtype:bf16", "net batch:4", "net batch:16", "net batch:64"}));
+}
+
 TEST(ReportViews, WarningsNameNoisyAndFailedBenchmarks) {
   const auto lines = report::warnings(fixture(), /*noise_cv_pct=*/5.0);
   ASSERT_EQ(lines.size(), 3u);

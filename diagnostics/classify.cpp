@@ -310,6 +310,7 @@ std::vector<std::string> invalid_patterns() {
   (void)argument_in("");
   (void)op_in("");
   (void)keys_differ_by_module_prefix("");
+  (void)names_two_devices("");
   Diagnosis d;
   explain_not_a_tensor(d);
   explain_state_dict(d);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <iterator>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -38,8 +40,10 @@ const std::vector<DeviceForm>& device_forms() {
       {R"(\bbackend (CUDA|CPU|MPS|XPU|HIP|Meta)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
       // Tensor types of 0.3 to 1.x: torch.FloatTensor is a CPU tensor, torch.cuda.FloatTensor a CUDA one.
       {R"(\btorch\.(cuda\.)?[A-Z]\w*Tensor\b)", [](const Groups& g) { return Groups{g[0].empty() ? "cpu" : "cuda"}; }},
-      {R"(\b(CUDA|CPU|MPS|XPU|HIP)\w*(?:Tensor|Type)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
+      {R"(\b(CUDA|CPU|MPS|XPU|HIP|XLA)\w*(?:Tensor|Type)\b)", [](const Groups& g) { return Groups{to_lower(g[0])}; }},
       {R"(\bcuda runtime\b|\battribute '\w+'|\.\w+)", [](const Groups&) { return Groups{}; }},
+      // "to be on the same GPU", "found some tensors to not be on a GPU": no one device named.
+      {R"(\b(?:on|to) (?:a|the same|any) GPU\b)", [](const Groups&) { return Groups{}; }},
       {R"(\b(?:(?:on|to|at) (?:a |the )?)?(?:CUDA device|cuda device|GPU) (\d+)\b)",
        [](const Groups& g) { return Groups{"cuda:" + g[0]}; }, true},
       // cuDNN's checkSameGPU: "but device 1 does not equal 0".
@@ -52,10 +56,15 @@ const std::vector<DeviceForm>& device_forms() {
        [](const Groups& g) { return Groups{g[1].empty() ? g[0] : g[0] + ":" + g[1]}; }},
       // Words for a place: "is on CPU, but expected it to be on GPU", "on different GPUs", "the MPS device".
       // Elsewhere ("a CPU library", "an NVIDIA GPU", "CUDA modules") they name no device a tensor is on.
+      // JAX: "device ids [0] on platform GPU".
+      {R"(\bplatform (CPU|GPU|TPU)\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
+      // A back-end's name in quotes ("expected a 'CUDA' device type for generator but found 'CPU'"); DeviceType::X.
+      {R"('(CUDA|CPU|MPS|XPU|HIP|Meta)'|\bDeviceType::(\w+))",
+       [](const Groups& g) { return Groups{to_lower(g[0].empty() ? g[1] : g[0])}; }},
       {R"(\b(?:on|to|at) (?:the |a |an |different )?(CPU|GPU|MPS|CUDA|XPU)s?\b)",
        [](const Groups& g) { return Groups{device_word(g[0])}; }},
       {R"(\b(CPU|GPU|MPS|CUDA|XPU) device\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
-      {R"(\b(Meta|CUDA|CPU|MPS)(?: \w+)? tensors?\b)",
+      {R"(\b(Meta|CUDA|CPU|MPS|XLA|XPU)(?: \w+)? tensors?\b)",
        [](const Groups& g) { return Groups{to_lower(g[0])}; }},  // "CPU int64 tensor"
       {R"(\b(CUDA|CPU|MPS|XPU|HIP|Meta) (?:Backend|DeviceType)\b)",
        [](const Groups& g) { return Groups{to_lower(g[0])}; }},
@@ -133,6 +142,36 @@ std::vector<std::string> devices_in(const std::string& message, bool only_asked_
   return devices;
 }
 
+// A sentence that names two different devices, a tensor-like thing and a contrast between them ("x is on cuda:0 while
+// the mask is on cpu", "the model is on CPU but the input on GPU", "got input on cuda:1, weights on cuda:0"): a
+// mismatch in words no library's check uses.
+bool names_two_devices(const std::string& text) {
+  static const RE2& thing = compile(
+      R"((?i)\b(?:tensors?|inputs?|weights?|param(?:eter)?s?|model|module|argument|buffers?|ind(?:ex|ices)|storage|)"
+      R"(masks?|outputs?|targets?|labels?|embeddings?|states?|logits|batch|latents?|hidden|kv|cache|generator)\b)");
+  static const RE2& contrast =
+      compile(R"((?i)\b(?:but|while|whereas|however|expected|expects?|must|should|instead|different|mismatch\w*|same|)"
+              R"(both|vs\.?|versus|not)\b)");
+  constexpr std::size_t kMaxSentences = 64;
+  std::size_t start = 0;
+  for (std::size_t n = 0; n < kMaxSentences && start < text.size(); ++n) {
+    std::size_t end = text.find_first_of("\n", start);
+    // A sentence ends at ". " or a new line; "cuda:0." ends one too, "torch.cuda" does not.
+    for (std::size_t dot = text.find(". ", start); dot != std::string::npos && dot < std::min(end, text.size());
+         dot = text.find(". ", dot + 1)) {
+      end = dot;
+      break;
+    }
+    if (end == std::string::npos) end = text.size();
+    const std::string sentence = text.substr(start, end - start);
+    start = end + 1;
+    auto devices = devices_in(sentence);
+    devices.erase(std::remove(devices.begin(), devices.end(), "meta"), devices.end());
+    if (devices.size() >= 2 && RE2::PartialMatch(sentence, thing) && RE2::PartialMatch(sentence, contrast)) return true;
+  }
+  return false;
+}
+
 /// The argument the message names, in any version's form: "argument #2 'mat2'", "for argument mat1 in method",
 /// "but got weight is on", "for argument 'index'", "position #1 'tensors'".
 std::optional<std::string> argument_in(const std::string& message) {
@@ -170,12 +209,24 @@ std::string op_in(const std::string& message) {
 
 namespace {
 
-bool has_module_component(const std::string& key) { return key.rfind("module.", 0) == 0 || contains(key, ".module."); }
+// The component a wrapper puts before every parameter name: DataParallel's and DDP's "module.", torch.compile's
+// "_orig_mod." (its OptimizedModule holds the model under that name).
+constexpr const char* kWrapperComponents[] = {"module.", "_orig_mod."};
+
+bool has_module_component(const std::string& key) {
+  return std::any_of(std::begin(kWrapperComponents), std::end(kWrapperComponents), [&key](const char* c) {
+    return key.rfind(c, 0) == 0 || key.find(std::string(".") + c) != std::string::npos;
+  });
+}
 
 std::string without_module_component(std::string key) {
-  if (key.rfind("module.", 0) == 0) return key.substr(7);
-  const auto at = key.find(".module.");
-  return at == std::string::npos ? key : key.erase(at + 1, 7);
+  for (const char* c : kWrapperComponents) {
+    const std::size_t length = std::strlen(c);
+    if (key.rfind(c, 0) == 0) return key.substr(length);
+    const auto at = key.find(std::string(".") + c);
+    if (at != std::string::npos) return key.erase(at + 1, length);
+  }
+  return key;
 }
 
 // The quoted keys in `section`: "conv1.weight", 'fc.bias' (0.3 printed a set).
@@ -190,9 +241,10 @@ std::unordered_set<std::string> keys_in(StringPiece section) {
 
 }  // namespace
 
-// The checkpoint's keys and the model's differ by DataParallel's "module." (DDP's too): a missing key is an unexpected
-// one with the prefix added or removed, or one list alone carries it. Two lists that both carry it (or neither) are
-// another architecture, not this.
+// The checkpoint's keys and the model's differ by a wrapper's prefix (DataParallel's and DDP's "module.",
+// torch.compile's
+// "_orig_mod."): a missing key is an unexpected one with the prefix added or removed, or one list alone carries it. Two
+// lists that both carry it (or neither) are another architecture, not this.
 bool keys_differ_by_module_prefix(const std::string& text) {
   static const RE2& missing_marker = compile(R"((?i)missing key(?:\(s\)|s)? in state_dict)");
   static const RE2& unexpected_marker = compile(R"((?i)unexpected key(?:\(s\)|s)? in state_dict)");

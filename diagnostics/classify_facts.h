@@ -1,6 +1,6 @@
 #pragma once
 // What a message names: its devices, the argument and the op it reports, and whether checkpoint keys differ by
-// DataParallel's "module." prefix (private to torchprobe::explain).
+// a wrapper's prefix, DataParallel's "module." or torch.compile's "_orig_mod." (private to torchprobe::explain).
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +14,11 @@ std::optional<std::string> argument_in(const std::string& message);
 /// The op the message names (addmm, nll_loss_forward), or "".
 std::string op_in(const std::string& message);
 
-/// A load_state_dict report whose keys differ only by DataParallel's "module." prefix (a rule's further test).
+/// A sentence naming two different devices, a tensor-like thing and a contrast: a mismatch in free words (a rule's
+/// further test).
+bool names_two_devices(const std::string& text);
+/// A load_state_dict report whose keys differ only by a wrapper's prefix, "module." or "_orig_mod." (a rule's further
+/// test).
 bool keys_differ_by_module_prefix(const std::string& text);
 
 // All device forms as one pattern, compiled on first use: for invalid_patterns().

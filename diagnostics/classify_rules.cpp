@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "diagnostics/classify_facts.h"
+#include "torchprobe/strings.h"
 
 namespace torchprobe::diagnostics::detail {
 
@@ -80,7 +81,7 @@ RuleTable::RuleTable() {
       // PyTorch's own sentences; "Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "CUDA is not
       // available" and the like are the structures below.
       R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|)"
-      R"(CUDA driver version is insufficient|torch\.cuda\.is_available\(\) is False|deserialize object on a CUDA device|)"
+      R"(CUDA driver version is insufficient|torch\.(?:cuda|xpu|mps|npu|backends\.mps)\.is_available\(\)(?: is| returned| returns| ?==)? False|deserialize object on a CUDA device|)"
       R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|torch\.cuda\.\w*Tensor is not enabled|)"
       R"(CUDA unknown error - this may be due to an incorrectly set up|)"
       // The structure, in any back-end's words: no accelerator of a kind is available/detected/found; a build
@@ -104,7 +105,24 @@ RuleTable::RuleTable() {
       R"((?i:CUDA-capable devices?(?: ?\(s\))? (?:is/are|are|is) busy or unavailable)|)"
       R"((?i:\bmachine only has:? \[\])|(?i:\bCUDA setup failed\b)|)"
       R"((?i:\b(?:CUDA|HIP|XPU) driver initiali[sz]ation failed)|libcuda\.so(?:\.\d+)?: cannot open shared object file|)"
-      R"((?i:\bis not able to use (?:the )?GPU\b)|(?i:device_count\(\) *(?:=|==) *0\b)|(?i:\b(?:MPS|XPU) backend is (?:not available|supported on)))");
+      R"((?i:\bis not able to use (?:the )?GPU\b)|(?i:device_count\(\) *(?:=|==) *0\b)|(?i:\b(?:MPS|XPU) backend is (?:not available|supported on))|)"
+      // Other stacks' words for the same: JAX's and XLA's back-ends, ONNX Runtime's providers, a back-end that does
+      // not start, a driver that does not initialise or does not match its library (NVML), the CUDA runtime or driver
+      // library missing (not cuDNN's or a package's own: the GPU works then), a device count of zero.
+      R"((?i:\bunknown backend:? '?(?:gpu|cuda|rocm|tpu)\b)|(?i:\bno platforms that are instances of (?:gpu|cuda|rocm|tpu)\b)|)"
+      R"((?i:\bunable to initiali[sz]e backend '?(?:gpu|cuda|rocm|tpu|metal)\b)|)"
+      R"((?i:\b(?:CUDA|GPU|TPU|NPU|XPU|HIP|ROCm|accelerator) (?:initiali[sz]ation|init) failed\b)|)"
+      R"((?i:\bfailed to create (?:CUDA|TensorRT|ROCM|MIGraphX|DML)ExecutionProvider\b)|(?i:\bGPU dependencies are not loaded\b)|)"
+      R"((?i:\bfailed to infer device type\b)|(?i:\bfailed to initiali[sz]e NVML\b)|(?i:\bdriver/library version mismatch\b)|)"
+      R"((?i:\bdriver (?:is |was )?not (?:initiali[sz]ed|loaded)\b)|\bCUDA_ERROR_NO_DEVICE\b|\b(?:cuda|hip)ErrorNoDevice\b|)"
+      R"(\b\w*_DEVICE_NOT_FOUND\b|(?i:\b(?:an? )?(?:CUDA[- ]capable )?(?:GPU|CUDA device)s? (?:is|are) (?:required|needed)\b)|)"
+      R"((?i:\b(?:CUDA|GPU|XPU|HIP|NPU|MPS) device count is (?:zero|0)\b)|)"
+      R"(\blib(?:cudart|nvidia-ml)\.so(?:\.\d+)*: cannot open shared object file|)"
+      // "GPU not detected", "could not find any CUDA device", "CUDA unavailable", "a CPU-only build of PyTorch".
+      R"((?i:\b(?:GPUs?|CUDA(?: devices?)?|CUDA-capable devices?|accelerators?) (?:was |were |is |are )?(?:not|never) (?:found|detected|recogni[sz]ed|visible|usable)\b)|)"
+      R"((?i:\b(?:can ?not|can't|could not|couldn't|failed to|unable to) (?:find|detect|locate|see|use) (?:a |any |an |the )?(?:usable |available |compatible |supported )?(?:NVIDIA |AMD |CUDA[- ]capable |CUDA )?(?:GPUs?|CUDA devices?|accelerators?)\b)|)"
+      R"((?i:\b(?:CUDA|GPUs?|accelerators?) (?:is |are )?unavailable\b)|(?i:\bCPU[- ]only (?:build|version|install\w*|wheel|PyTorch|torch)\b)|)"
+      R"((?i:\b(?:cudart64_\w+|nvcuda)\.dll\b[^\n]{0,60}?\bnot (?:found|be found|loaded)))");
   add(ErrorKind::kInvalidDevice,
       R"(invalid device ordinal|Invalid device string|device type at start of device string|torch\.cuda\.device_count\(\) is \d+|)"
       R"(Device index must not be negative|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
@@ -134,7 +152,10 @@ RuleTable::RuleTable() {
       R"(\(checkGPU\)|module must have its parameters and buffers on device|Placeholder storage has not been allocated on MPS|)"
       R"(DistributedDataParallel device_ids and output_device arguments only work with|device type tensor to numpy|)"
       R"(convert CUDA tensor to numpy|legacy constructor expects device type|is not on the expected device|)"
-      R"(Tensors must be CUDA and dense|No backend type associated with device type)");
+      R"(Tensors must be CUDA and dense|No backend type associated with device type|)"
+      // JAX's jit: arguments placed on different devices or platforms. A check on a tensor's device type that failed
+      // (an out-of-tree back-end's "tensor.device().type() == at::DeviceType::PrivateUse1 INTERNAL ASSERT FAILED").
+      R"((?i:\bincompatible devices\b)|device\(\)\.type\(\) == (?:at::|c10::)?DeviceType::\w+ INTERNAL ASSERT FAILED)");
   // Two-sided wordings: a mismatch only when the sides name different devices (else it is the dtype that differs).
   for (const char* p :
        {R"(Expected object of ((?:backend|device type) \w+) but got ((?:backend|device type) \w+))",
@@ -154,6 +175,12 @@ RuleTable::RuleTable() {
         R"(is on (\w+(?::\d+)?),? but (?:is )?expected (?:to be )?on (\w+(?::\d+)?))"}) {
     add(mismatch, p).two_sides = true;
   }
+  // The structure of a mismatch in any words: one sentence naming two different devices, a tensor-like thing and a
+  // contrast ("the mask is on cpu while x is on cuda:0"). After every library's own wording; not a back-end's notice
+  // that it falls back to, or offloads to, another device on purpose.
+  add(mismatch, R"((?i)\b(?:cuda|cpu|mps|xpu|npu|gpu|hpu|xla)\b[^\n]*\b(?:cuda|cpu|mps|xpu|npu|gpu|hpu|xla)\b)", "", "",
+      R"(\bfall(?:s|ing)? ?back\b|\boffload)")
+      .holds = names_two_devices;
   // Last, so that any rule above that names the error wins over a framework's loose words around it ("cuda OOM,
   // exception CUDA error: invalid device ordinal").
   // Memory ran out, said in words no rule above knows ("out of memory error, increasing steps and trying again",
@@ -167,7 +194,9 @@ RuleTable::RuleTable() {
   add(gpu,
       R"(\b(?:No available memory|Not enough memory|Insufficient memory|Failed to allocate memory|Memory allocation failed)\b|)"
       R"(OUT_OF_RESOURCES|RESOURCE_EXHAUSTED|OUT_OF_DEVICE_MEMORY|\bAllocation on device\b|)"
-      R"(\b(?:larger|more) than the available (?:[\w-]+ ){0,3}memory\b)",
+      R"(\b(?:larger|more) than the available (?:[\w-]+ ){0,3}memory\b|)"
+      // A start-up check that the free memory is below the share asked for (vLLM's gpu_memory_utilization).
+      R"((?i:\b(?:free|available) (?:GPU |device )?memory\b[^\n]{0,60}?\bis (?:less|smaller|lower) than\b))",
       "likely", "the GPU (a memory pool or budget; the message does not say which)");
   set.Compile();
 }
@@ -223,7 +252,12 @@ namespace {
 bool sides_differ(const Rule& rule, const std::string& text) {
   std::string expected, found;
   if (!RE2::PartialMatch(text, *rule.pattern, &expected, &found)) return false;
-  const auto a = devices_in(expected), b = devices_in(found);
+  // A side may be a bare word in any case ("expected a 'CUDA' device type for generator but found 'CPU'").
+  const auto devices = [](const std::string& side) {
+    auto d = devices_in(side);
+    return d.empty() ? devices_in(to_lower(side)) : d;
+  };
+  const auto a = devices(expected), b = devices(found);
   return !a.empty() && !b.empty() && a != b;
 }
 

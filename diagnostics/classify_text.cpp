@@ -28,7 +28,10 @@ struct LinePatterns {
   const RE2& noise = compile(
       R"(^(?:\s*(?:Traceback \(|Traceback of |frame #\d+|Exception raised from |\[Previous line repeated|)"
       R"(During handling of the above exception|The above exception was the direct cause|[\^~]+(?:\s*<-+ HERE)?\s*$|)"
-      R"(raise\s|<ipython-input-|│|╭|╰|┃|❱)|(?:\s*-+>|\s{2,})\s*\d+(?:\s|$)))");
+      R"(<ipython-input-|│|╭|╰|┃|❱)|(?:\s*-+>|\s{2,})\s*\d+(?:\s|$)))");
+  // A `raise` statement: source, unless it is all a one-line paste has ("raise ValueError("No available memory ...")
+  // ValueError: No available memory ..."), so it counts only where no other line says an error.
+  const RE2& raise = compile(R"(^\s*raise\s)");
   // An exception's line: its type (any module path, any case, a full-width colon), LibTorch's what(), terminate.
   const RE2& exception = compile(R"(^\s*(?:terminate called after throwing an instance of '[^']*'\s*|what\(\):\s*|)"
                                  R"((?:[A-Za-z_]\w*\.)*\w*(?i:error|exception)(?:\[[^\]]*\])?\s*(?::|：|$)\s*))");
@@ -125,7 +128,8 @@ void Scanner::feed(StringPiece raw) {
   }
   const bool after_frame = after_frame_;
   after_frame_ = RE2::PartialMatch(line, p.frame);
-  if (after_frame_ || RE2::PartialMatch(line, p.noise)) {
+  const bool raise = RE2::PartialMatch(line, p.raise);
+  if (after_frame_ || (raise && after_frame) || RE2::PartialMatch(line, p.noise)) {
     close();
     return;
   }
@@ -146,13 +150,15 @@ void Scanner::feed(StringPiece raw) {
       type = StringPiece(type.data(), static_cast<std::size_t>(message.data() - type.data()));
     } else if (RE2::Consume(&message, p.warning)) {
       tier = kErrorLine;
+    } else if (raise) {
+      tier = kOther;
     }
   }
   message = trimmed(message);
   keep(message);
   const bool open_end = raw.size() > 0 && (raw[raw.size() - 1] == ' ' || raw[raw.size() - 1] == '\t');
   const bool ends_sentence = !message.empty() && std::strchr(".!?)]", message[message.size() - 1]) != nullptr;
-  if (open_ && tier != kException && !new_record && continues(line)) {
+  if (open_ && tier != kException && !new_record && !raise && continues(line)) {
     if (!entry_.text.empty()) entry_.text += ' ';
     entry_.text.append(message.data(), message.size());
     // The space put between lines cannot be part of "state_dict": searching the new line alone is enough.

@@ -292,17 +292,27 @@ void explain_not_a_tensor(Diagnosis& d) {
 }
 
 void explain_state_dict(Diagnosis& d) {
-  static const RE2& prefixed_checkpoint =
-      compile(R"((?i)unexpected key(?:\(s\)|s)? in state_dict:? ["'][\w.]*module\.|unexpected key "[\w.]*module\.)");
+  // torch.compile's OptimizedModule holds the model as `_orig_mod`; DataParallel and DDP hold it as `module`.
+  static const RE2& compiled = compile(R"((?:^|[\s"'.])_orig_mod\.)");
+  static const RE2& prefixed_checkpoint = compile(
+      R"((?i)unexpected key(?:\(s\)|s)? in state_dict:? ["'][\w.]*(?:module|_orig_mod)\.|unexpected key "[\w.]*module\.)");
+  const bool by_compile = RE2::PartialMatch(d.message, compiled);
   d.explanation =
-      "The checkpoint's keys and the model's differ by the `module.` prefix that nn.DataParallel and "
-      "DistributedDataParallel put before every parameter name: a checkpoint saved from a wrapped model "
-      "(model.state_dict() instead of model.module.state_dict()) is loaded into a plain model, or a plain checkpoint "
-      "into a wrapped one. The weights are all there; only their names differ.";
-  d.explanation +=
-      RE2::PartialMatch(d.message, prefixed_checkpoint)
-          ? " Here the checkpoint has the prefix and the model does not: strip it when loading."
-          : " Here the model is wrapped and the checkpoint is not: load into model.module (or add the prefix).";
+      by_compile
+          ? "The checkpoint's keys and the model's differ by the `_orig_mod.` prefix that torch.compile puts before "
+            "every parameter name: a checkpoint saved from a compiled model (compiled.state_dict() instead of "
+            "compiled._orig_mod.state_dict()) is loaded into a plain model, or a plain checkpoint into a compiled one. "
+            "The weights are all there; only their names differ."
+          : "The checkpoint's keys and the model's differ by the `module.` prefix that nn.DataParallel and "
+            "DistributedDataParallel put before every parameter name: a checkpoint saved from a wrapped model "
+            "(model.state_dict() instead of model.module.state_dict()) is loaded into a plain model, or a plain "
+            "checkpoint into a wrapped one. The weights are all there; only their names differ.";
+  d.explanation += RE2::PartialMatch(d.message, prefixed_checkpoint)
+                       ? " Here the checkpoint has the prefix and the model does not: strip it when loading."
+                   : by_compile ? " Here the model is compiled and the checkpoint is not: load into "
+                                  "model._orig_mod (or add the prefix)."
+                                : " Here the model is wrapped and the checkpoint is not: load into model.module "
+                                  "(or add the prefix).";
   d.fix_cpp =
       "// a Python state_dict read in C++ (torch::pickle_load): match its names without DataParallel's prefix\n"
       "std::ifstream file(\"model.pt\", std::ios::binary);\n"
@@ -320,10 +330,10 @@ void explain_state_dict(Diagnosis& d) {
   d.fix_python =
       "state = torch.load('model.pt', map_location='cpu')\n"
       "state = state.get('state_dict', state)          # some checkpoints wrap it\n"
-      "# saved from DataParallel/DDP, loaded into a plain model: strip the prefix\n"
+      "# saved from DataParallel/DDP (or torch.compile: '_orig_mod.'), loaded into a plain model: strip the prefix\n"
       "state = {(k[len('module.'):] if k.startswith('module.') else k): v for k, v in state.items()}\n"
       "model.load_state_dict(state)\n"
-      "# a plain checkpoint into a wrapped model: model.module.load_state_dict(state)\n"
+      "# a plain checkpoint into a wrapped model: model.module.load_state_dict(state) (compiled: model._orig_mod)\n"
       "# and save without the prefix from now on: torch.save(model.module.state_dict(), 'model.pt')";
 }
 

@@ -239,7 +239,7 @@ HarvestScore score_harvest(const std::string& file) {
 
 // Floors, raised as explain improves and never lowered: a change that makes explain worse on messages it has never
 // seen fails here. The goal (issue 36) is 95% held out and no near-miss given a kind.
-constexpr double kHeldOutFloor = 0.88, kTuningFloor = 0.94;
+constexpr double kHeldOutFloor = 0.90, kTuningFloor = 0.97;
 constexpr int kHeldOutNearMissesGivenAKind = 0;
 
 }  // namespace

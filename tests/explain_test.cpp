@@ -235,6 +235,69 @@ TEST(Explain, ABatchThatIsAPythonContainerIsNotATensor) {
   EXPECT_EQ(kind_name(explain_error("AttributeError: module 'torch' has no attribute 'cuda'").kind), "unknown");
 }
 
+// The structures behind the rules, in wordings no library's check prints alike: each kind in other stacks' words and
+// in free words, next to its near-misses, which stay unknown.
+TEST(Explain, StructuresNotSentences) {
+  const auto kind = [](const std::string& text) { return kind_name(explain_error(text).kind); };
+  // No usable GPU, in other stacks' words.
+  for (const char* text :
+       {"RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present.",
+        "RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices.",
+        "RuntimeError: Bad StatusOr access: UNKNOWN: TPU initialization failed: Invalid worker addresses",
+        "Failed to create CUDAExecutionProvider. Please reference the requirements to ensure all dependencies are met.",
+        "Failed to initialize NVML: Driver/library version mismatch", "CUDA Exception: driver not initialised",
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+        "RuntimeError: Failed to infer device type", "ERROR: GPU not detected, exiting",
+        "RuntimeError: Could not find any CUDA device on this machine",
+        "Warning: torch.cuda.is_available() returned False. This means that no GPU has been detected."}) {
+    EXPECT_EQ(kind(text), "cuda_unavailable") << text;
+  }
+  // ... and not a GPU that works but lacks a library or a kernel.
+  for (const char* text : {"Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot "
+                           "open shared object file",
+                           "RuntimeError: CUDA error: no kernel image is available for execution on the device"}) {
+    EXPECT_EQ(kind(text), "unknown") << text;
+  }
+  // A mismatch in free words: two devices, a tensor, a contrast; devices in the order the sentence names them.
+  const Diagnosis free =
+      explain_error("ValueError: the attention mask is on cpu while the hidden states are on cuda:0");
+  EXPECT_EQ(kind_name(free.kind), "device_mismatch");
+  EXPECT_EQ(free.devices, (std::vector<std::string>{"cpu", "cuda:0"}));
+  const Diagnosis jax = explain_error(
+      "ValueError: Received incompatible devices for jitted computation. Got argument x with device ids [0] on "
+      "platform "
+      "GPU and argument y with device ids [0] on platform CPU");
+  EXPECT_EQ(kind_name(jax.kind), "device_mismatch");
+  EXPECT_EQ(jax.devices, (std::vector<std::string>{"cuda", "cpu"}));
+  // A back-end that falls back on purpose names two devices and a tensor too.
+  EXPECT_EQ(
+      kind("UserWarning: The operator 'aten::index.Tensor' is not currently supported on the MPS backend and will "
+           "fall back to run on the CPU."),
+      "unknown");
+  // "On the same GPU" names no one device.
+  EXPECT_EQ(
+      explain_error("All input tensors need to be on the same GPU, but found some tensors to not be on a GPU").devices,
+      std::vector<std::string>{});
+  // A `raise` line pasted alone carries the message; in a traceback the exception's line still wins.
+  EXPECT_EQ(kind("raise RuntimeError('Error(s) in loading state_dict: an exception occurred : (\"Cannot copy out of "
+                 "meta tensor; no data!\")')"),
+            "meta_tensor");
+}
+
+TEST(Explain, ACheckpointOfACompiledModelHasTheOrigModPrefix) {
+  const Diagnosis d = explain_error(
+      "RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: \"fc.weight\", "
+      "\"fc.bias\".\n\tUnexpected key(s) in state_dict: \"_orig_mod.fc.weight\", \"_orig_mod.fc.bias\".");
+  EXPECT_EQ(kind_name(d.kind), "state_dict_prefix");
+  EXPECT_NE(d.explanation.find("torch.compile"), std::string::npos) << d.explanation;
+  EXPECT_NE(d.explanation.find("the checkpoint has the prefix"), std::string::npos) << d.explanation;
+  // Both lists with the prefix: another architecture.
+  EXPECT_EQ(kind_name(explain_error("Missing key(s) in state_dict: \"_orig_mod.fc.weight\". Unexpected key(s) in "
+                                    "state_dict: \"_orig_mod.head.weight\".")
+                          .kind),
+            "unknown");
+}
+
 TEST(Explain, ACheckpointOfADataParallelModelHasTheModulePrefix) {
   const Diagnosis stripped = explain_error(
       "RuntimeError: Error(s) in loading state_dict for ResNet:\n\tMissing key(s) in state_dict: \"conv1.weight\", "

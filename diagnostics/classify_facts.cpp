@@ -155,14 +155,9 @@ bool names_two_devices(const std::string& text) {
   constexpr std::size_t kMaxSentences = 64;
   std::size_t start = 0;
   for (std::size_t n = 0; n < kMaxSentences && start < text.size(); ++n) {
-    std::size_t end = text.find_first_of("\n", start);
-    // A sentence ends at ". " or a new line; "cuda:0." ends one too, "torch.cuda" does not.
-    for (std::size_t dot = text.find(". ", start); dot != std::string::npos && dot < std::min(end, text.size());
-         dot = text.find(". ", dot + 1)) {
-      end = dot;
-      break;
-    }
-    if (end == std::string::npos) end = text.size();
+    // A sentence ends at ". ", a new line or the text's end ("torch.cuda" does not end one); find's npos is the
+    // largest size_t, so the nearest of the three wins.
+    const std::size_t end = std::min({text.find(". ", start), text.find('\n', start), text.size()});
     const std::string sentence = text.substr(start, end - start);
     start = end + 1;
     auto devices = devices_in(sentence);

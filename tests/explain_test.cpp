@@ -379,6 +379,17 @@ TEST(Explain, MessagesALoggerWrappedStillClassify) {
       "input should be a MKLDNN tensor \nand weight is a dense tensor");
   EXPECT_EQ(kind_name(wrapped.kind), "device_mismatch");
   EXPECT_EQ(wrapped.devices, (std::vector<std::string>{"cpu", "cuda"}));
+  // A logger that wraps at its width, with no blank left at the line's end: LibTorch 1.13's OOM cut before its
+  // "(GPU 0; ...)". The continuation starts with "(", not a lower-case letter, and still belongs to the message.
+  const Diagnosis oom = explain_error(
+      "2023-01-05 10:00:01,123 - train - ERROR - RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+      "(GPU 0; 15.78 GiB total capacity; 12.35 GiB already allocated; 1.19 GiB free; 13.10 GiB reserved in total "
+      "by PyTorch)\n");
+  EXPECT_EQ(kind_name(oom.kind), "out_of_memory_gpu");
+  EXPECT_NE(oom.message.find("2.00 GiB (GPU 0; 15.78 GiB total capacity;"), std::string::npos) << oom.message;
+  ASSERT_TRUE(oom.memory.total.has_value());
+  EXPECT_EQ(*oom.memory.total, std::llround(15.78 * 1024 * 1024 * 1024));
+  ASSERT_TRUE(oom.memory.free.has_value());
   // A log's next line is not a wrapped one: after a finished sentence, or a logger's "name: " record.
   EXPECT_EQ(
       explain_error("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "

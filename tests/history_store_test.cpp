@@ -415,6 +415,24 @@ TEST(HistoryStore, Iso8601Dates) {
   EXPECT_TRUE(history::parse_iso8601("2000-02-29", s));
   EXPECT_TRUE(history::parse_iso8601("2026-04-30", s));
   EXPECT_TRUE(history::parse_iso8601("2026-12-31", s));
+  // Every day is one day after the day before, across each month's end and each year's: January and February
+  // belong to their own year (a March-based calendar moves them). Leap years, common ones and century ends.
+  for (const int first : {1970, 1999, 2023, 2099}) {
+    ASSERT_TRUE(history::parse_iso8601(fmt::format("{}-12-31", first - 1), s));
+    for (int year = first; year <= first + 5; ++year) {
+      for (int month = 1; month <= 12; ++month) {
+        for (int day = 1; day <= 31; ++day) {
+          const std::string date = fmt::format("{:04}-{:02}-{:02}", year, month, day);
+          std::int64_t next = 0;
+          if (!history::parse_iso8601(date, next)) continue;
+          EXPECT_EQ(next - s, 86400) << date;
+          s = next;
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(history::parse_iso8601("2026-02-10", s));
+  EXPECT_EQ(s, 1770681600);
   for (const char* bad :
        {"", "2026", "2026-13-01", "2026-11-22T25:00", "2026-11-22T08:00:00 junk", "22/11/2026", "2026-02-30",
         "2025-02-29", "1900-02-29", "2026-04-31", "2026-11-31", "2026-01-32", "2026-00-10"}) {

@@ -47,6 +47,22 @@ TEST(ReportNames, SplitsSuiteSubjectDeviceAndParameters) {
   EXPECT_EQ(data.dtype, "");
 }
 
+TEST(ReportNames, EveryDeviceTheGrammarNamesIsTheResultsDevice) {
+  // An Apple or Intel GPU's results read as the CPU's would land in its rows and become its baseline.
+  for (const char* device : {"cpu", "mps", "cuda", "xpu", "cuda:0", "cuda:12", "xpu:1", "cuda:0,cuda:1"}) {
+    report::Result r;
+    report::parse_benchmark_name(std::string("train_step/net/") + device + "/batch:64", r);
+    EXPECT_EQ(r.device, device);
+    EXPECT_EQ(r.subject, "net") << device;
+  }
+  // Not devices: the name's device is then the CPU's, and the token is a subject or a parameter.
+  for (const char* other : {"mpsx", "npu", "cuda:1234", "cuda:x", "cuda:0,tpu"}) {
+    report::Result r;
+    report::parse_benchmark_name(std::string("op/") + other + "/batch:64", r);
+    EXPECT_EQ(r.device, "cpu") << other;
+  }
+}
+
 TEST(ReportLoad, PerRepetitionRunsGiveMedianCvAndCounters) {
   const auto set = fixture();
   ASSERT_EQ(set.results.size(), 6u);  // aggregates folded into their benchmark

@@ -48,3 +48,23 @@ TEST(ReportTraces, SelfTimePerStepFromAChromeTrace) {
                                        R"({"traceEvents": [{"name": "aten::mm", "ph": "X", "ts": 0, "dur": 1}]})", 8),
                torchprobe::InputError);  // no training phase
 }
+
+// Events that start at the same instant nest the longer outside the shorter, whatever the file's order: LibTorch
+// writes aten::linear and the aten::addmm it calls with one timestamp, and the child first when it ends first.
+TEST(ReportTraces, EventsStartingTogetherNestTheLongerOutside) {
+  const std::string text = R"({"traceEvents": [
+    {"name": "aten::addmm", "cat": "aten", "ph": "X", "ts": 0, "dur": 50, "tid": 1},
+    {"name": "aten::linear", "cat": "aten", "ph": "X", "ts": 0, "dur": 60, "tid": 1},
+    {"name": "forward", "cat": "torchprobe", "ph": "X", "ts": 0, "dur": 100, "tid": 1},
+    {"name": "aten::relu", "cat": "aten", "ph": "X", "ts": 60, "dur": 30, "tid": 1}]})";
+  const auto s = report::summarize_trace("train_step/net/cpu/batch:4", "t.json", text, /*top=*/5);
+  EXPECT_EQ(s.steps, 1);
+  EXPECT_DOUBLE_EQ(s.step_ms, 0.1);
+  ASSERT_EQ(s.top.size(), 3u);
+  EXPECT_EQ(s.top[0].name, "aten::addmm");
+  EXPECT_DOUBLE_EQ(s.top[0].self_ms_per_step, 0.05);
+  EXPECT_EQ(s.top[1].name, "aten::relu");
+  EXPECT_DOUBLE_EQ(s.top[1].self_ms_per_step, 0.03);
+  EXPECT_EQ(s.top[2].name, "aten::linear");  // 60 us less the 50 us of addmm inside it
+  EXPECT_DOUBLE_EQ(s.top[2].self_ms_per_step, 0.01);
+}

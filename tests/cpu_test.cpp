@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "torchprobe/cpu.h"
 
@@ -228,6 +230,26 @@ TEST(CpuModel, OpenBlasSseKernelsOnAnAvx2CpuAreNamedWithTheCoretypeToSet) {
   old_core.vendor = "GenuineIntel";
   old_core.flags = {"sse4_2", "avx"};
   EXPECT_EQ(openblas_coretype_advice(old_core, "Prescott"), "");
+}
+
+// cpu.h: cpufreq's maximum wins where there is one; else the higher of CPUID leaf 0x16 and "cpu MHz" (a VM
+// lists its nominal clock there, where the leaf may state the maximum, or may state less, or nothing).
+TEST(CpuModel, TheClockIsCpufreqsElseTheHigherOfCpuidAndCpuinfo) {
+  const auto chosen = [](double cpuinfo_mhz, double cpufreq_khz, double cpuid_mhz) {
+    CpuInfo cpu;
+    cpu.max_clock_mhz = cpuinfo_mhz;
+    cpu.clock_source = cpuinfo_mhz > 0.0 ? "/proc/cpuinfo cpu MHz" : "";
+    choose_max_clock(cpu, cpufreq_khz, cpuid_mhz);
+    return std::make_pair(cpu.max_clock_mhz, cpu.clock_source);
+  };
+  using Clock = std::pair<double, std::string>;
+  EXPECT_EQ(chosen(2450.0, 3700000.0, 3500.0), (Clock{3700.0, "cpufreq cpuinfo_max_freq"}));
+  EXPECT_EQ(chosen(2450.0, 2000000.0, 3500.0), (Clock{2000.0, "cpufreq cpuinfo_max_freq"}));  // cpufreq knows
+  EXPECT_EQ(chosen(2450.0, 0.0, 3500.0), (Clock{3500.0, "CPUID leaf 0x16"}));
+  EXPECT_EQ(chosen(2450.0, 0.0, 2000.0), (Clock{2450.0, "/proc/cpuinfo cpu MHz"}));  // the leaf states less
+  EXPECT_EQ(chosen(2450.0, 0.0, 0.0), (Clock{2450.0, "/proc/cpuinfo cpu MHz"}));
+  EXPECT_EQ(chosen(0.0, 0.0, 0.0), (Clock{0.0, ""}));
+  EXPECT_EQ(chosen(0.0, 0.0, 1800.0), (Clock{1800.0, "CPUID leaf 0x16"}));
 }
 
 }  // namespace

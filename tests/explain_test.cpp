@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "diagnostics/classify.h"
+#include "diagnostics/explanations.h"
 #include "diagnostics/oom.h"
 #include "test_util.h"
 
@@ -194,6 +195,17 @@ TEST(Explain, SaysWhichArgumentIsWhereAndHowToFixIt) {
   EXPECT_NE(checkpoint.explanation.find("checkpoint saved from GPU tensors"), std::string::npos);
   EXPECT_NE(checkpoint.fix_python.find("map_location"), std::string::npos);
   EXPECT_NE(checkpoint.fix_cpp.find("torch::load(model, \"model.pt\", device)"), std::string::npos);
+}
+
+TEST(Explain, DevicesAreListedInPlainWords) {
+  const Diagnosis d = explain_error(
+      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!");
+  EXPECT_NE(d.explanation.find("tensors on different devices (cuda:0 and cpu)."), std::string::npos) << d.explanation;
+  EXPECT_NE(diagnosis_text(d).find("devices:     cuda:0, cpu\n"), std::string::npos) << diagnosis_text(d);
+  using torchprobe::diagnostics::detail::join;
+  EXPECT_EQ(join({}, " and "), "");
+  EXPECT_EQ(join({"cpu"}, " and "), "cpu");
+  EXPECT_EQ(join({"cuda:0", "cuda:1", "cpu"}, " and "), "cuda:0, cuda:1 and cpu");
 }
 
 TEST(Explain, JsonHasTheDocumentedFields) {

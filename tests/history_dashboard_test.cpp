@@ -44,6 +44,23 @@ TEST(HistoryDashboard, OneChartPerSeriesChangePointsMarkedNothingFromTheNetwork)
   EXPECT_FALSE(std::regex_search(html, std::regex(R"(>[0-9.]+e[-+][0-9]+<)"))) << "a number in scientific notation";
 }
 
+// docs/history.md: a tooltip per point while a series has at most 60; past that the markers would hide the line.
+TEST(HistoryDashboard, EachPointHasATooltipWhileThereAreAtMostSixty) {
+  TempDir dir("torchprobe-history");
+  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+  add_series(store, std::vector<double>(60, 5.0));  // two series (a training step and an op) of 60 runs
+  const auto circles = [&] {
+    const std::string html = history::dashboard_html(analyze_stored(store), store.latest_runs({}), {});
+    size_t n = 0;
+    for (size_t at = html.find("<circle "); at != std::string::npos; at = html.find("<circle ", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(circles(), 120u);
+  std::mt19937_64 rng(7);
+  store.add_documents({{"run60.json", run(rng, 60, 5.0)}}, labels("c0060"));
+  EXPECT_EQ(circles(), 0u);
+}
+
 // The dashboard says what the report would warn about the latest figures, names as code, text from the files inert.
 TEST(HistoryDashboard, TheLatestRunsWarningsAreShown) {
   const auto latest = torchprobe::report::parse_results(

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -396,6 +398,34 @@ TEST(HistoryStore, SeriesAreOrderedByDateAndFilteredByNameAndBranch) {
                         " (a commit is found by its full id or a unique prefix of at least 4 characters)");
   EXPECT_EQ(store.resolve_commit("pr"), "pr");  // a full id of any length
   EXPECT_THROW_WITH(store.resolve_commit("utc2"), InputError, "ambiguous");
+}
+
+// store.h: an empty commit and an empty branch each come from git, whichever of the two was given.
+TEST(HistoryStore, GitFillsTheCommitOrTheBranchThatIsMissing) {
+  TempDir dir("torchprobe-git");
+  const std::string repo = dir.file("repo");
+  const std::string git = "git -c user.name=t -c user.email=t@example.invalid -C '" + repo + "' ";
+  if (std::system(("git init -q -b feature-x '" + repo + "' 2>/dev/null").c_str()) != 0 ||
+      std::system((git + "commit -q --allow-empty -m first").c_str()) != 0) {
+    GTEST_SKIP() << "git is not usable here";
+  }
+  const auto old_dir = std::filesystem::current_path();
+  std::filesystem::current_path(repo);
+  const history::RunLabels given_commit = history::complete_labels({"abc1234", "", ""});
+  const history::RunLabels given_branch = history::complete_labels({"", "release", ""});
+  const history::RunLabels given_none = history::complete_labels({"", "", ""});
+  const bool detached = std::system((git + "checkout -q --detach").c_str()) == 0;
+  const history::RunLabels on_detached = history::complete_labels({"", "", ""});
+  std::filesystem::current_path(old_dir);
+  EXPECT_EQ(given_commit.commit, "abc1234");
+  EXPECT_EQ(given_commit.branch, "feature-x");
+  EXPECT_EQ(given_branch.branch, "release");
+  EXPECT_EQ(given_branch.commit.size(), 40u) << given_branch.commit;
+  EXPECT_EQ(given_none.commit, given_branch.commit);
+  EXPECT_EQ(given_none.branch, "feature-x");
+  ASSERT_TRUE(detached);
+  EXPECT_EQ(on_detached.commit, given_branch.commit);
+  EXPECT_EQ(on_detached.branch, "") << "a detached HEAD (a CI checkout) has no branch";
 }
 
 TEST(HistoryStore, Iso8601Dates) {

@@ -104,6 +104,30 @@ TEST(ReportLoad, AggregatesOnlyFilesUseTheMedianAggregate) {
   EXPECT_TRUE(set.results[0].samples_ms.empty());
 }
 
+TEST(ReportLoad, AggregatesOnlyFilesCountOnlyTheRepetitionsThatRan) {
+  // Google Benchmark's aggregates count every repetition asked for; the failed ones come as their own entries.
+  // Two of five failed: the statistics rest on three (compare's reps column, the Welch test, history's store).
+  const std::string json = R"({"benchmarks": [
+    {"name": "op/mm/cpu/n:64", "run_name": "op/mm/cpu/n:64", "run_type": "iteration", "repetitions": 5,
+     "repetition_index": 1, "error_occurred": true, "error_message": "out of memory"},
+    {"name": "op/mm/cpu/n:64", "run_name": "op/mm/cpu/n:64", "run_type": "iteration", "repetitions": 5,
+     "repetition_index": 3, "error_occurred": true, "error_message": "out of memory"},
+    {"name": "op/mm/cpu/n:64_median", "run_name": "op/mm/cpu/n:64", "run_type": "aggregate", "aggregate_name": "median",
+     "repetitions": 5, "real_time": 3.0, "time_unit": "ms"},
+    {"name": "op/mm/cpu/n:64_stddev", "run_name": "op/mm/cpu/n:64", "run_type": "aggregate", "aggregate_name": "stddev",
+     "repetitions": 5, "real_time": 0.5, "time_unit": "ms"}]})";
+  const auto set = report::parse_results(json, "agg.json");
+  ASSERT_EQ(set.results.size(), 1u);
+  const report::Result& r = set.results[0];
+  EXPECT_TRUE(r.aggregates_only);
+  EXPECT_EQ(r.repetitions, 3);
+  EXPECT_EQ(r.failed_repetitions, 2);
+  EXPECT_EQ(r.failed_reason, "out of memory");
+  EXPECT_DOUBLE_EQ(r.median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(r.stddev_ms, 0.5);
+  EXPECT_EQ(r.error, "");
+}
+
 TEST(ReportLoad, NonFiniteValuesFromGoogleBenchmarkAreTolerated) {
   const auto set = report::parse_results(
       R"({"benchmarks": [{"name": "x/cpu", "run_type": "iteration", "real_time": 1.0, "time_unit": "ms",

@@ -10,6 +10,7 @@
 #include "torchprobe/report/datasheet.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/results.h"
+#include "torchprobe/report/table.h"
 #include "torchprobe/report/views.h"
 #include "torchprobe/roofline.h"
 
@@ -110,6 +111,71 @@ TEST(ReportDatasheet, NamedPartsOnlyAndDenseFigures) {
   EXPECT_EQ(report::datasheet_for("NVIDIA H100 NVL"), nullptr);
   EXPECT_EQ(report::datasheet_for("AMD EPYC 9B14"), nullptr);
   EXPECT_EQ(report::datasheet_for(""), nullptr);
+}
+
+TEST(ReportDatasheet, EveryPartHasItsDatasheetsFigures) {
+  // Each part CUDA can name, with every figure of NVIDIA's datasheets (dense TFLOP/s: sparsity figures
+  // halved; memory in GB/s). The A100s share their compute and differ in memory only.
+  struct Part {
+    const char* cuda_name;
+    const char* part;
+    double fp64, fp32, tf32, bf16, fp16, memory;
+  };
+  const Part parts[] = {
+      {"NVIDIA H100 80GB HBM3", "H100 SXM5 80GB", 66.9, 66.9, 494.7, 989.4, 989.4, 3350.0},
+      {"NVIDIA H100 SXM5 80GB", "H100 SXM5 80GB", 66.9, 66.9, 494.7, 989.4, 989.4, 3350.0},
+      {"NVIDIA H100 PCIe", "H100 PCIe 80GB", 51.2, 51.2, 378.0, 756.5, 756.5, 2000.0},
+      {"NVIDIA H200", "H200 SXM 141GB", 66.9, 66.9, 494.7, 989.4, 989.4, 4800.0},
+      {"NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB", 19.5, 19.5, 156.0, 312.0, 312.0, 2039.0},
+      {"NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB", 19.5, 19.5, 156.0, 312.0, 312.0, 1555.0},
+      {"NVIDIA A100 80GB PCIe", "A100 PCIe 80GB", 19.5, 19.5, 156.0, 312.0, 312.0, 1935.0},
+  };
+  for (const Part& p : parts) {
+    const auto* sheet = report::datasheet_for(p.cuda_name);
+    ASSERT_NE(sheet, nullptr) << p.cuda_name;
+    EXPECT_STREQ(sheet->part, p.part) << p.cuda_name;
+    EXPECT_DOUBLE_EQ(report::datasheet_gflop_per_s(*sheet, "fp64"), p.fp64 * 1e3) << p.cuda_name;
+    EXPECT_DOUBLE_EQ(report::datasheet_gflop_per_s(*sheet, "fp32"), p.fp32 * 1e3) << p.cuda_name;
+    EXPECT_DOUBLE_EQ(report::datasheet_gflop_per_s(*sheet, "tf32"), p.tf32 * 1e3) << p.cuda_name;
+    EXPECT_DOUBLE_EQ(report::datasheet_gflop_per_s(*sheet, "bf16"), p.bf16 * 1e3) << p.cuda_name;
+    EXPECT_DOUBLE_EQ(report::datasheet_gflop_per_s(*sheet, "fp16"), p.fp16 * 1e3) << p.cuda_name;
+    EXPECT_DOUBLE_EQ(sheet->memory_gb_per_s, p.memory) << p.cuda_name;
+  }
+}
+
+// The formatters every printer shares, at the edges of each rule (table.h gives the rules).
+TEST(ReportFormat, EachFormatterAtItsEdges) {
+  const double nan = std::nan("");
+  EXPECT_EQ(report::format_number(0.0), "0");
+  EXPECT_EQ(report::format_number(0.12345), "0.123");
+  EXPECT_EQ(report::format_number(-12.34), "-12.3");
+  EXPECT_EQ(report::format_number(1234.4), "1234");
+  EXPECT_EQ(report::format_number(nan), "-");
+  EXPECT_EQ(report::format_duration(0.0), "0 ms");
+  EXPECT_EQ(report::format_duration(1000.0), "1.00 s");
+  EXPECT_EQ(report::format_duration(999.0), "999 ms");
+  EXPECT_EQ(report::format_duration(1.0), "1.00 ms");
+  EXPECT_EQ(report::format_duration(0.999), "999 us");
+  EXPECT_EQ(report::format_duration(0.001), "1.00 us");
+  EXPECT_EQ(report::format_duration(0.000101), "101 ns");
+  EXPECT_EQ(report::format_rate(1234567.0), "1 234 567");
+  EXPECT_EQ(report::format_rate(1000.0), "1 000");
+  EXPECT_EQ(report::format_rate(999.0), "999");
+  EXPECT_EQ(report::format_rate(1.234), "1.23");
+  EXPECT_EQ(report::format_ratio(3.4167), "3.42x");
+  EXPECT_EQ(report::format_ratio(nan), "-");
+  EXPECT_EQ(report::format_pct(4.24), "4.2%");
+  EXPECT_EQ(report::format_pct(4.24, /*sign=*/true), "+4.2%");
+  EXPECT_EQ(report::format_pct(-2.0, /*sign=*/true), "-2.0%");
+  EXPECT_EQ(report::format_pct(0.0, /*sign=*/true), "+0.0%");
+  // A CV of 0 (identical repetitions) is a measured 0, not an unknown one: only below 0 is "-".
+  EXPECT_EQ(report::format_cv(0.0), "0.0%");
+  EXPECT_EQ(report::format_cv(5.0), "5.0%");
+  EXPECT_EQ(report::format_cv(-1.0), "-");
+  EXPECT_EQ(report::format_cv(nan), "-");
+  EXPECT_EQ(report::format_roof_pct(142.34, "cache-resident"), "142.3% (cache-resident)");
+  EXPECT_EQ(report::format_roof_pct(87.0, ""), "87.0%");
+  EXPECT_EQ(report::format_roof_pct(nan, "effective"), "-");
 }
 
 TEST(ReportDatasheet, RoofsAndMfuBesideTheDatasheet) {

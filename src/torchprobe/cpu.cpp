@@ -292,6 +292,16 @@ int physical_cores(const std::vector<int>& cpus, const std::string& sysfs_cpu_di
   return static_cast<int>(cores.size());
 }
 
+void choose_max_clock(CpuInfo& cpu, double cpufreq_max_khz, double cpuid_mhz) {
+  if (cpufreq_max_khz > 0.0) {
+    cpu.max_clock_mhz = cpufreq_max_khz / 1e3;
+    cpu.clock_source = "cpufreq cpuinfo_max_freq";
+  } else if (cpuid_mhz > cpu.max_clock_mhz) {
+    cpu.max_clock_mhz = cpuid_mhz;
+    cpu.clock_source = "CPUID leaf 0x16";
+  }
+}
+
 double cpuid_max_clock_mhz() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;

@@ -16,7 +16,7 @@ struct CpuInfo {
   int part = 0;                ///< aarch64 "CPU part" (0xd4f Neoverse V2); 0 elsewhere
   int logical_cores = 0;       ///< cores this process may run on (affinity)
   int physical_cores = 0;      ///< of those, distinct physical cores (SMT siblings once); 0 unknown
-  double max_clock_mhz = 0.0;  ///< cpufreq's maximum, else CPUID leaf 0x16's, else the highest "cpu MHz"; 0 unknown
+  double max_clock_mhz = 0.0;  ///< cpufreq's maximum, else the higher of CPUID 0x16's and "cpu MHz"; 0 unknown
   std::string clock_source;    ///< "cpufreq cpuinfo_max_freq", "CPUID leaf 0x16" or "/proc/cpuinfo cpu MHz"
   std::vector<std::string> flags;  ///< the ISA flags torchprobe looks at (avx512f, avx2, fma, amx_bf16, sve, ...)
   std::string vector_isa;      ///< ATen's dispatch level, e.g. "AVX2"; empty if unknown
@@ -34,6 +34,10 @@ int physical_cores(const std::vector<int>& cpus, const std::string& sysfs_cpu_di
 CpuInfo read_proc_cpuinfo();
 /// The maximum clock CPUID leaf 0x16 states, in MHz; 0 where the leaf is absent or empty (most VMs) or not x86.
 double cpuid_max_clock_mhz();
+/// Settles `cpu`'s clock among its sources: cpufreq's maximum (`cpufreq_max_khz`, 0 where absent) when there is
+/// one, as it knows the turbo clock; else the higher of CPUID leaf 0x16's (`cpuid_mhz`, 0 where absent) and the
+/// highest "cpu MHz" already in `cpu` (a VM lists the nominal clock there, where the leaf may state the maximum).
+void choose_max_clock(CpuInfo& cpu, double cpufreq_max_khz, double cpuid_mhz);
 
 /// The CPU's own vector ISA from its flags, e.g. "AVX-512 (VNNI, BF16, FP16) + AMX-BF16", "AVX2+FMA",
 /// "SVE2 (BF16)", "NEON"; "unknown" without a known flag. Not what LibTorch uses: that is vector_isa.

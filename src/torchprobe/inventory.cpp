@@ -44,13 +44,8 @@ CpuInfo read_cpu_info() {
   // where CPUID leaf 0x16 may still state the maximum.
   std::ifstream max_freq("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   double khz = 0.0;
-  if (max_freq >> khz && khz > 0.0) {
-    cpu.max_clock_mhz = khz / 1e3;
-    cpu.clock_source = "cpufreq cpuinfo_max_freq";
-  } else if (const double mhz = cpuid_max_clock_mhz(); mhz > cpu.max_clock_mhz) {
-    cpu.max_clock_mhz = mhz;
-    cpu.clock_source = "CPUID leaf 0x16";
-  }
+  if (!(max_freq >> khz)) khz = 0.0;
+  choose_max_clock(cpu, khz, cpuid_max_clock_mhz());
   cpu.logical_cores = available_cores();
   cpu_set_t set;
   CPU_ZERO(&set);

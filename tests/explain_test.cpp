@@ -671,6 +671,54 @@ TEST(OomMessages, NumbersOfLibTorch2AndOneThirteenAndTheCpu) {
 
 // Found by fuzz.oom in CI: two sizes whose sum is past 2^63 - 1 bytes overflowed (undefined behaviour) when the
 // reserved figure was added up; the parser keeps each size and gives no reserved figure.
+// LibTorch 1.13's wording ("already allocated", "reserved in total") gives the fragmentation verdict as 2.x's does;
+// the verdict's rule is "cached but unused >= the request", equality included.
+TEST(OomMessages, FragmentationInEitherWordingAndAtItsEdge) {
+  const std::int64_t mib = 1024 * 1024, gib = 1024 * mib;
+  const auto v1 = dx::explain_error(
+      "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 12.00 GiB "
+      "already allocated; 10.00 MiB free; 13.00 GiB reserved in total by PyTorch)");
+  ASSERT_TRUE(v1.memory.allocated.has_value());
+  EXPECT_EQ(*v1.memory.allocated, 12 * gib);
+  EXPECT_EQ(*v1.memory.reserved, 13 * gib);
+  EXPECT_NE(v1.explanation.find("Verdict: fragmentation"), std::string::npos) << v1.explanation;
+  const auto at_edge = dx::parse_oom(
+      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is "
+      "free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 2.00 GiB is reserved by PyTorch but "
+      "unallocated.");
+  EXPECT_TRUE(dx::looks_fragmented(at_edge));
+  const auto below = dx::parse_oom(
+      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is "
+      "free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 1.99 GiB is reserved by PyTorch but "
+      "unallocated.");
+  EXPECT_FALSE(dx::looks_fragmented(below));
+}
+
+// The host's memory gets the host's verdict, never the device's; a "likely" kind says so where it is printed.
+TEST(OomMessages, TheHostsVerdictAndTheLikelyOnesSaySo) {
+  const auto cpu = dx::explain_error(
+      "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes.");
+  EXPECT_EQ(cpu.kind, dx::ErrorKind::kOutOfMemoryCpu);
+  EXPECT_NE(cpu.explanation.find("Verdict: the host (or the process's memory limit) could not supply the bytes"),
+            std::string::npos)
+      << cpu.explanation;
+  EXPECT_EQ(cpu.explanation.find("larger than the device"), std::string::npos) << cpu.explanation;
+  EXPECT_EQ(dx::diagnosis_text(cpu).rfind("kind:        out_of_memory_cpu\n", 0), 0u) << dx::diagnosis_text(cpu);
+
+  const auto cublas =
+      dx::explain_error("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`");
+  EXPECT_EQ(cublas.confidence, "likely");
+  EXPECT_EQ(dx::diagnosis_text(cublas).rfind("kind:        out_of_memory_gpu (likely)\n", 0), 0u)
+      << dx::diagnosis_text(cublas);
+  EXPECT_EQ(cublas.explanation.rfind("Likely out of memory", 0), 0u) << cublas.explanation;
+  const auto certain =
+      dx::explain_error("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB");
+  EXPECT_EQ(certain.confidence, "certain");
+  EXPECT_EQ(dx::diagnosis_text(certain).rfind("kind:        out_of_memory_gpu\n", 0), 0u)
+      << dx::diagnosis_text(certain);
+  EXPECT_EQ(certain.explanation.find("Likely"), std::string::npos) << certain.explanation;
+}
+
 TEST(OomMessages, SizesNearTwoToTheSixtyThreeDoNotOverflow) {
   const auto facts = dx::parse_oom(
       "Of the allocated memory 4611686018427387904 B is allocated by PyTorch, and "

@@ -86,12 +86,30 @@ TEST(HistoryDashboard, TheLatestRunsWarningsAreShown) {
             std::string::npos);
 }
 
+// The device comparison shows the newest run of the branches asked for: a newer run on a PR branch stays out.
+TEST(HistoryDashboard, TheLatestRunIsTheNewestOnTheBranchesAsked) {
+  TempDir dir("torchprobe-history");
+  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+  std::mt19937_64 rng(9);
+  store.add_documents({{"main.json", run(rng, 0, 5.0)}}, labels("c0001", "main"));
+  store.add_documents({{"pr.json", run(rng, 1, 6.0)}}, labels("c0002", "pr-7"));
+  const auto median_of_the_step = [](const torchprobe::report::ResultSet& set) {
+    for (const auto& r : set.results) {
+      if (r.name == kStep) return r.median_ms;
+    }
+    return -1.0;
+  };
+  EXPECT_NEAR(median_of_the_step(store.latest_runs({"main"})), 5.0, 0.2);
+  EXPECT_NEAR(median_of_the_step(store.latest_runs({})), 6.0, 0.2);
+  EXPECT_NEAR(median_of_the_step(store.latest_runs({"pr-7"})), 6.0, 0.2);
+}
+
 TEST(HistoryDashboard, PricesAreDeviceEqualsUsdPerHour) {
   const auto prices = history::parse_prices("cpu=0.10,cuda:0=2.5,cpu@gpu-host=0");
   ASSERT_EQ(prices.size(), 3u);
   EXPECT_DOUBLE_EQ(prices.at("cuda:0"), 2.5);
   EXPECT_DOUBLE_EQ(prices.at("cpu@gpu-host"), 0.0);
-  for (const char* bad : {"cpu", "cpu=", "=1", "cpu=abc", "cpu=-1", "cpu=1x"}) {
+  for (const char* bad : {"cpu", "cpu=", "=1", "cpu=abc", "cpu=-1", "cpu=1x", "cpu=inf", "cpu=nan", "cpu=1e400"}) {
     EXPECT_THROW_WITH(history::parse_prices(bad), InputError, "--price: expected DEVICE=USD_PER_HOUR");
   }
   EXPECT_THROW_WITH(history::parse_prices("cpu=1,,cuda=2"), InputError, "--price: empty item");

@@ -428,6 +428,24 @@ TEST(HistoryStore, GitFillsTheCommitOrTheBranchThatIsMissing) {
   EXPECT_EQ(on_detached.branch, "") << "a detached HEAD (a CI checkout) has no branch";
 }
 
+// Two commits run on one day with a date-only --date: the one added later is the newer (check gates it).
+TEST(HistoryStore, RunsOfOneDateKeepTheOrderTheyWereAddedIn) {
+  TempDir dir("torchprobe-history");
+  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+  std::mt19937_64 rng(5);
+  store.add_documents({{"a.json", run(rng, 0, 5.0)}}, labels("c1", "main", "2026-11-22"));
+  store.add_documents({{"b.json", run(rng, 1, 5.0)}}, labels("c2", "main", "2026-11-22"));
+  store.add_documents({{"c.json", run(rng, 2, 5.0)}}, labels("c3", "main", "2026-11-22"));
+  EXPECT_EQ(store.newest_commit(), "c3");
+  const auto all = store.series({});
+  const auto* step = find(all, kStep);
+  ASSERT_NE(step, nullptr);
+  ASSERT_EQ(step->points.size(), 3u);
+  EXPECT_EQ(step->points[0].commit, "c1");
+  EXPECT_EQ(step->points[1].commit, "c2");
+  EXPECT_EQ(step->points[2].commit, "c3");
+}
+
 TEST(HistoryStore, Iso8601Dates) {
   std::int64_t s = 0;
   ASSERT_TRUE(history::parse_iso8601("1970-01-01T00:00:00Z", s));
@@ -463,6 +481,16 @@ TEST(HistoryStore, Iso8601Dates) {
   }
   ASSERT_TRUE(history::parse_iso8601("2026-02-10", s));
   EXPECT_EQ(s, 1770681600);
+  // An offset's minutes and a time's seconds count (India's +05:30, Nepal's +05:45).
+  ASSERT_TRUE(history::parse_iso8601("2026-11-22T13:30:00+05:30", s));
+  EXPECT_EQ(s, 1795334400);
+  ASSERT_TRUE(history::parse_iso8601("2026-11-22T02:15:00-05:45", s));
+  EXPECT_EQ(s, 1795334400);
+  ASSERT_TRUE(history::parse_iso8601("2026-11-22T08:01:30Z", s));
+  EXPECT_EQ(s, 1795334490);
+  ASSERT_TRUE(history::parse_iso8601("2026-11-22T23:59:59Z", s));
+  EXPECT_EQ(s, 1795305600 + 86399);
+  EXPECT_FALSE(history::parse_iso8601("2026-11-22T24:00:00Z", s));
   for (const char* bad :
        {"", "2026", "2026-13-01", "2026-11-22T25:00", "2026-11-22T08:00:00 junk", "22/11/2026", "2026-02-30",
         "2025-02-29", "1900-02-29", "2026-04-31", "2026-11-31", "2026-01-32", "2026-00-10"}) {

@@ -136,6 +136,29 @@ TEST(ReportLoad, NonFiniteValuesFromGoogleBenchmarkAreTolerated) {
   ASSERT_EQ(set.results.size(), 1u);
   EXPECT_FALSE(set.results[0].has("a"));
   EXPECT_FALSE(set.results[0].has("c"));
+  // Each spelling of an infinity, either sign (a counter that is the log of 0).
+  const auto signs = report::parse_results(
+      R"({"benchmarks": [{"name": "x/cpu", "run_type": "iteration", "real_time": 1.0, "time_unit": "ms",
+          "a": -inf, "b": Infinity, "c": -Infinity, "d": 2.5}]})",
+      "inf.json");
+  ASSERT_EQ(signs.results.size(), 1u);
+  for (const char* name : {"a", "b", "c"}) EXPECT_FALSE(signs.results[0].has(name)) << name;
+  EXPECT_DOUBLE_EQ(signs.results[0].counter("d"), 2.5);
+}
+
+// Google Benchmark's SkipWithMessage writes "skipped": true, the sibling of "error_occurred": not a 0 ms sample.
+TEST(ReportLoad, ASkippedBenchmarkIsAFailureWithItsMessage) {
+  const auto set = report::parse_results(
+      R"({"benchmarks": [{"name": "BM_Multi", "run_type": "iteration", "skipped": true, "skip_message": "needs 2 GPUs",
+          "real_time": 0, "time_unit": "ms"},
+          {"name": "BM_Ran", "run_type": "iteration", "real_time": 3.0, "time_unit": "ms"}]})",
+      "skip.json");
+  ASSERT_EQ(set.results.size(), 2u);
+  EXPECT_TRUE(set.results[0].failed());
+  EXPECT_EQ(set.results[0].error, "needs 2 GPUs");
+  EXPECT_TRUE(set.results[0].samples_ms.empty());
+  EXPECT_FALSE(set.results[1].failed());
+  EXPECT_DOUBLE_EQ(set.results[1].median_ms, 3.0);
 }
 
 TEST(ReportLoad, BadInputNamesTheFileAndTheProblem) {

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -67,4 +68,43 @@ TEST(ReportTraces, EventsStartingTogetherNestTheLongerOutside) {
   EXPECT_DOUBLE_EQ(s.top[1].self_ms_per_step, 0.03);
   EXPECT_EQ(s.top[2].name, "aten::linear");  // 60 us less the 50 us of addmm inside it
   EXPECT_DOUBLE_EQ(s.top[2].self_ms_per_step, 0.01);
+}
+
+// --trace profiles several steps: every figure is per step (forward phases), and ops nest per thread only.
+TEST(ReportTraces, FiguresArePerStepAndNestingIsPerThread) {
+  const std::string text = R"({"traceEvents": [
+    {"name": "forward", "cat": "torchprobe", "ph": "X", "ts": 0, "dur": 100, "tid": 1},
+    {"name": "aten::mm", "cat": "aten", "ph": "X", "ts": 10, "dur": 50, "tid": 1},
+    {"name": "aten::copy_", "cat": "aten", "ph": "X", "ts": 20, "dur": 30, "tid": 2},
+    {"name": "forward", "cat": "torchprobe", "ph": "X", "ts": 200, "dur": 100, "tid": 1},
+    {"name": "aten::mm", "cat": "aten", "ph": "X", "ts": 210, "dur": 50, "tid": 1},
+    {"name": "aten::copy_", "cat": "aten", "ph": "X", "ts": 220, "dur": 30, "tid": 2}]})";
+  const auto s = report::summarize_trace("train_step/net/cpu/batch:4", "t.json", text, /*top=*/8);
+  EXPECT_EQ(s.steps, 2);
+  EXPECT_DOUBLE_EQ(s.step_ms, 0.1);
+  ASSERT_EQ(s.top.size(), 2u);
+  EXPECT_EQ(s.top[0].name, "aten::mm");  // the copy on the data loader's thread is not inside it
+  EXPECT_DOUBLE_EQ(s.top[0].self_ms_per_step, 0.05);
+  EXPECT_DOUBLE_EQ(s.top[0].calls_per_step, 1.0);
+  EXPECT_EQ(s.top[1].name, "aten::copy_");
+  EXPECT_DOUBLE_EQ(s.top[1].self_ms_per_step, 0.03);
+  EXPECT_NE(report::traces_markdown({s}).find("| aten::mm | 1 | 50.0 us | 50.0% |"), std::string::npos)
+      << report::traces_markdown({s});
+}
+
+// The top N: the N ops with the most self time, the rest left out; fewer ops than N are all listed.
+TEST(ReportTraces, TheTopKeepsTheLargestN) {
+  std::string text =
+      R"({"traceEvents": [{"name": "forward", "cat": "torchprobe", "ph": "X", "ts": 0, "dur": 1000, "tid": 1})";
+  for (int i = 1; i <= 6; ++i) {
+    text += fmt::format(R"(, {{"name": "op{}", "cat": "aten", "ph": "X", "ts": {}, "dur": {}, "tid": 1}})", i, i * 100,
+                        i * 10);
+  }
+  text += "]}";
+  const auto five = report::summarize_trace("b", "t.json", text, /*top=*/5);
+  ASSERT_EQ(five.top.size(), 5u);
+  EXPECT_EQ(five.top.front().name, "op6");
+  EXPECT_EQ(five.top.back().name, "op2");
+  EXPECT_EQ(report::summarize_trace("b", "t.json", text, /*top=*/8).top.size(), 6u);
+  EXPECT_EQ(report::summarize_trace("b", "t.json", text, /*top=*/6).top.size(), 6u);
 }

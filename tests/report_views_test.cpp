@@ -143,6 +143,16 @@ TEST(ReportDatasheet, EveryPartHasItsDatasheetsFigures) {
   }
 }
 
+// A run with a compute roof and no bandwidth roof (no STREAM triad) still places its FLOP-counting ops.
+TEST(ReportRoofline, AComputeRoofAloneStillJudgesOpsThatCountFlops) {
+  const auto p = torchprobe::roofline(1e12, 1e9, 1.0, 2000.0, std::nan(""));
+  EXPECT_EQ(p.bound, "compute");
+  EXPECT_DOUBLE_EQ(p.pct_of_roof, 50.0);
+  const auto copy = torchprobe::roofline(0.0, 1e9, 1.0, 2000.0, std::nan(""));  // a copy needs the bandwidth roof
+  EXPECT_EQ(copy.bound, "");
+  EXPECT_TRUE(std::isnan(copy.pct_of_roof));
+}
+
 // The formatters every printer shares, at the edges of each rule (table.h gives the rules).
 TEST(ReportFormat, EachFormatterAtItsEdges) {
   const double nan = std::nan("");
@@ -306,6 +316,20 @@ TEST(ReportBoundaries, PhasesAddUpWithinTheToleranceInclusive) {
   judged(2.5, false);    // sum 5.000: +25.0% exactly
   judged(2.501, true);   // sum 5.001
   judged(2.499, false);
+}
+
+// On a GPU the phases, each timed to its end, overlap the pipelined step and always add up to more: only a CPU step's
+// phases are held to the sum.
+TEST(ReportBoundaries, OnlyACpuStepsPhasesMustAddUp) {
+  for (const std::string device : {"cpu", "cuda:0"}) {
+    const auto set =
+        one("train_step/net/" + device + "/batch:64/dtype:fp32/layout:nchw", 1.0,
+            R"(, "h2d_ms": 0.0, "forward_ms": 1.0, "loss_ms": 0.0, "backward_ms": 1.0, "optimizer_ms": 0.0)");
+    const bool cpu = device == "cpu";
+    EXPECT_EQ(lines_with(report::warnings(set, 5.0), "phases add up to"), cpu ? 1u : 0u) << device;
+    const std::string markdown = report::to_markdown(set, report::make_charts(set), report::ReportOptions{});
+    EXPECT_EQ(markdown.find("(do not add up") != std::string::npos, cpu) << device;
+  }
 }
 
 // A figure above 100% of its roof carries a label; exactly 100% does not (it is a plain measurement at the roof).

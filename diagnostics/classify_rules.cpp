@@ -72,7 +72,10 @@ RuleTable::RuleTable() {
   add(cpu, R"(posix_memalign\(.*12 vs 0)", "likely", "LibTorch CPU allocator");
   add(cpu, R"(std::bad_alloc)", "likely", "C++ operator new");
   // Python: a device method called on something that is not a tensor (the batch a DataLoader returned is a list).
-  add(ErrorKind::kNotATensor, R"('[\w.]+' object has no attribute '(?:cuda|cpu|to|device)')");
+  // "object" is sometimes left out when the message is retyped ("'tuple' has no attribute 'to'"); a module without the
+  // attribute is a broken install, not a batch of the wrong type.
+  add(ErrorKind::kNotATensor, R"('[\w.]+' (?:object )?has no attribute '(?:cuda|cpu|to|device)')", "", "",
+      R"(\bmodule '[\w.]+' has no attribute)");
   // load_state_dict's report (0.4 to 2.x), or 0.3's KeyError: only when the keys differ by "module.".
   add(ErrorKind::kStateDictPrefix,
       R"((?i)(?:missing|unexpected) key(?:\(s\)|s)? in state_dict|unexpected key "[^"]*" in state_dict)")

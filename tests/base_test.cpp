@@ -22,6 +22,7 @@
 #include "torchprobe/input_error.h"
 #include "torchprobe/interrupt.h"
 #include "torchprobe/io.h"
+#include "torchprobe/stats.h"
 #include "torchprobe/subprocess.h"
 
 namespace {
@@ -85,6 +86,36 @@ TEST(Flags, SizesAreAboveZeroAndFitInt64) {
   EXPECT_THROW_WITH(byte_size_flag("--cpu-limit", "0"), InputError, "--cpu-limit: the size must be above 0");
   EXPECT_THROW_WITH(byte_size_flag("--cpu-limit", "99999999999999999999999"), InputError, "bytes is too large");
   EXPECT_THROW_WITH(byte_size_flag("--cpu-limit", "lots"), InputError, "expected a size like 512MiB");
+}
+
+// stats.h is layer 0 (the reporter's and the benchmarks' one summary), so its test is too.
+TEST(Stats, SummaryIsExact) {
+  using torchprobe::Stats;
+  using torchprobe::summarize;
+  const Stats s = summarize({4.0, 1.0, 3.0, 2.0});
+  EXPECT_EQ(s.samples, 4);
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.mean, 2.5);
+  EXPECT_DOUBLE_EQ(s.min, 1.0);
+  EXPECT_DOUBLE_EQ(s.max, 4.0);
+  EXPECT_NEAR(s.stddev, 1.2909944487, 1e-9);  // sqrt(5/3)
+  EXPECT_NEAR(s.cv_pct, 51.63977795, 1e-6);
+  const Stats odd = summarize({9.0, -2.0, 5.0});
+  EXPECT_DOUBLE_EQ(odd.median, 5.0);
+  EXPECT_DOUBLE_EQ(odd.min, -2.0);
+  EXPECT_DOUBLE_EQ(odd.max, 9.0);
+  EXPECT_DOUBLE_EQ(odd.mean, 4.0);
+  const Stats one = summarize({7.0});
+  EXPECT_DOUBLE_EQ(one.median, 7.0);
+  EXPECT_DOUBLE_EQ(one.min, 7.0);
+  EXPECT_DOUBLE_EQ(one.max, 7.0);
+  EXPECT_DOUBLE_EQ(one.stddev, 0.0);
+  EXPECT_DOUBLE_EQ(one.cv_pct, 0.0);
+  const Stats negative = summarize({-1.0, -3.0});  // a CV needs a positive mean
+  EXPECT_NEAR(negative.stddev, 1.4142135624, 1e-9);
+  EXPECT_DOUBLE_EQ(negative.cv_pct, 0.0);
+  EXPECT_DOUBLE_EQ(torchprobe::median({5.0, 1.0, 3.0}), 3.0);
+  EXPECT_THROW_WITH(summarize({}), std::invalid_argument, "empty sample");
 }
 
 TEST(Io, FileIsReplacedWholeAndNoTemporaryIsLeft) {
@@ -157,6 +188,46 @@ TEST(Io, TextIsReadAsUtf8WhateverItsByteOrderMark) {
   EXPECT_EQ(io::decode_text(std::string("\xFF\xFE{\0\xE9\0\x3D\xD8\x00\xDE}\0", 12)), "{\xC3\xA9\xF0\x9F\x98\x80}");
   EXPECT_EQ(io::decode_text(std::string("\xFE\xFF\0{\0\xE9\xD8\x3D\xDE\x00\0}", 12)), "{\xC3\xA9\xF0\x9F\x98\x80}");
   EXPECT_EQ(io::decode_text(std::string("\xFF\xFE\x00\xD8x\0", 6)), "\xEF\xBF\xBDx");
+  // The three-byte forms: U+20AC (the euro sign), U+0800 (the first) and U+FFFD's neighbour U+FFFC (the last
+  // below the surrogate-free top); U+07FF is still two bytes. A lone low surrogate is U+FFFD too.
+  EXPECT_EQ(io::decode_text(std::string("\xFF\xFE\xAC\x20\x00\x08\xFC\xFF\xFF\x07", 10)),
+            "\xE2\x82\xAC\xE0\xA0\x80\xEF\xBF\xBC\xDF\xBF");
+  EXPECT_EQ(io::decode_text(std::string("\xFE\xFF\x20\xAC\x08\x00", 6)), "\xE2\x82\xAC\xE0\xA0\x80");
+  EXPECT_EQ(io::decode_text(std::string("\xFF\xFE\x00\xDCx\0", 6)), "\xEF\xBF\xBDx");
+}
+
+// A pipe that ends within the limit is read whole, up to exactly the limit; one byte more is refused.
+TEST(Io, APipeIsReadWholeUpToExactlyItsLimit) {
+  const auto through_a_pipe = [](size_t bytes, size_t limit) {
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    const pid_t writer = fork();
+    if (writer == 0) {
+      close(fds[0]);
+      const std::string block(bytes, 'x');
+      for (size_t done = 0; done < block.size();) {
+        const ssize_t n = write(fds[1], block.data() + done, block.size() - done);
+        if (n <= 0) _exit(1);
+        done += static_cast<size_t>(n);
+      }
+      _exit(0);
+    }
+    close(fds[1]);
+    std::string text;
+    try {
+      text = io::read_stream(fds[0], "stdin", limit);
+    } catch (...) {
+      close(fds[0]);
+      waitpid(writer, nullptr, 0);
+      throw;
+    }
+    close(fds[0]);
+    waitpid(writer, nullptr, 0);
+    return text;
+  };
+  EXPECT_EQ(through_a_pipe(1 << 20, 1 << 20).size(), size_t{1} << 20);
+  EXPECT_EQ(through_a_pipe(1000, 1 << 20).size(), 1000u);
+  EXPECT_THROW_WITH(through_a_pipe((1 << 20) + 1, 1 << 20), InputError, "stdin: more than 1 MiB from a pipe");
 }
 
 TEST(Io, InputsThatAreNotFilesAreRefusedOrBounded) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "torchprobe/cpu.h"
 
@@ -230,6 +231,177 @@ TEST(CpuModel, OpenBlasSseKernelsOnAnAvx2CpuAreNamedWithTheCoretypeToSet) {
   old_core.vendor = "GenuineIntel";
   old_core.flags = {"sse4_2", "avx"};
   EXPECT_EQ(openblas_coretype_advice(old_core, "Prescott"), "");
+}
+
+// Every family-6 model the table names, read back: the core's name and fp32 FLOP/cycle, each with the flags such a
+// core lists (avx512f only where it has AVX-512 on), so a wrong or missing row differs from the flags' fallback
+// (64 with avx512f, 32 without) in its name, and in its figure for the one-unit AVX-512 parts and the E-cores.
+// [IOM] Intel Optimization Reference Manual; the model numbers from the kernel's intel-family.h.
+TEST(CpuModel, EveryIntelModelInTheTableGetsItsCoreAndFigure) {
+  struct Row {
+    int model;
+    const char* core;
+    bool avx512;
+    double fp32;
+  };
+  const Row rows[] = {
+      {0x3C, "Haswell", false, 32},
+      {0x3F, "Haswell-EP", false, 32},
+      {0x45, "Haswell", false, 32},
+      {0x46, "Haswell", false, 32},
+      {0x3D, "Broadwell", false, 32},
+      {0x47, "Broadwell", false, 32},
+      {0x4F, "Broadwell-EP", false, 32},
+      {0x56, "Broadwell-DE", false, 32},
+      {0x4E, "Skylake", false, 32},
+      {0x5E, "Skylake", false, 32},
+      {0x8E, "Kaby/Coffee Lake", false, 32},
+      {0x9E, "Kaby/Coffee Lake", false, 32},
+      {0xA5, "Comet Lake", false, 32},
+      {0xA6, "Comet Lake", false, 32},
+      // client AVX-512: one 512-bit FMA unit (ports 0 and 1 fused), half the flags' 64
+      {0x66, "Cannon Lake", true, 32},
+      {0x7D, "Ice Lake", true, 32},
+      {0x7E, "Ice Lake", true, 32},
+      {0x8C, "Tiger Lake", true, 32},
+      {0x8D, "Tiger Lake", true, 32},
+      {0xA7, "Rocket Lake", true, 32},
+      {0x55, "Skylake-SP/Cascade Lake", true, 64},
+      {0x6A, "Ice Lake-SP", true, 64},
+      {0x6C, "Ice Lake-D", true, 64},
+      {0x8F, "Sapphire Rapids", true, 64},
+      {0xCF, "Emerald Rapids", true, 64},
+      {0xAD, "Granite Rapids", true, 64},
+      {0xAE, "Granite Rapids-D", true, 64},
+      // hybrid client: P-cores with two 256-bit FMA units, AVX-512 off
+      {0x97, "Alder Lake", false, 32},
+      {0x9A, "Alder Lake", false, 32},
+      {0xB7, "Raptor Lake", false, 32},
+      {0xBA, "Raptor Lake", false, 32},
+      {0xBF, "Raptor Lake", false, 32},
+      {0xAA, "Meteor Lake", false, 32},
+      {0xAC, "Meteor Lake", false, 32},
+      {0xBD, "Lunar Lake", false, 32},
+      {0xC5, "Arrow Lake", false, 32},
+      {0xC6, "Arrow Lake", false, 32},
+      // Crestmont E-cores: two 128-bit FMA units, half the flags' 32
+      {0xAF, "Sierra Forest", false, 16},
+  };
+  for (const auto& r : rows) {
+    CpuInfo cpu;
+    cpu.vendor = "GenuineIntel";
+    cpu.family = 6;
+    cpu.model_number = r.model;
+    cpu.flags = {"avx", "avx2", "fma"};
+    if (r.avx512) cpu.flags.emplace_back("avx512f");
+    const CoreFlops f = core_flops(cpu);
+    EXPECT_EQ(f.core, std::string("Intel ") + r.core) << "model 0x" << std::hex << r.model;
+    EXPECT_EQ(f.fp32, r.fp32) << "model 0x" << std::hex << r.model;
+  }
+  CpuInfo other_family;  // the same model number outside family 6 is not that core
+  other_family.vendor = "GenuineIntel";
+  other_family.family = 0x13;
+  other_family.model_number = 0xAF;
+  other_family.flags = {"avx", "avx2", "fma"};
+  EXPECT_EQ(core_flops(other_family).core, "");
+  EXPECT_EQ(core_flops(other_family).fp32, 32);
+}
+
+// Half precision from the flags: AMX's tile unit does 1024 FLOP per cycle in bf16 and in fp16 [IOM, AMX]; without
+// it, AVX512-FP16 is twice fp32 on the FMA units, and AVX512_BF16 is fp32's rate on Intel, twice it on AMD.
+TEST(CpuModel, HalfPrecisionComesFromTheWidestUnitTheFlagsOffer) {
+  CpuInfo gnr;
+  gnr.vendor = "GenuineIntel";
+  gnr.family = 6;
+  gnr.model_number = 0xAD;
+  gnr.flags = {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16", "amx_tile"};
+  CoreFlops f = core_flops(gnr);
+  EXPECT_EQ(f.bf16, 1024);
+  EXPECT_EQ(f.bf16_unit, "AMX-BF16 tile unit");
+  EXPECT_EQ(f.fp16, 1024);
+  EXPECT_EQ(f.fp16_unit, "AMX-FP16 tile unit");
+  gnr.flags = {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16"};  // AMX without FP16
+  f = core_flops(gnr);
+  EXPECT_EQ(f.bf16, 1024);
+  EXPECT_EQ(f.fp16, 128);
+  EXPECT_EQ(f.fp16_unit, "AVX512-FP16 on the FMA units");
+  gnr.flags = {"avx2", "fma", "avx512f", "avx512_bf16"};
+  f = core_flops(gnr);
+  EXPECT_EQ(f.bf16, 64) << "VDPBF16PS at half the FMA rate: fp32's figure";
+  EXPECT_EQ(f.fp16, 0);
+  CpuInfo zen4;
+  zen4.vendor = "AuthenticAMD";
+  zen4.family = 0x19;
+  zen4.model_number = 0x11;
+  zen4.flags = {"avx2", "fma", "avx512f", "avx512_bf16"};
+  EXPECT_EQ(core_flops(zen4).bf16, 64) << "twice Zen 4's fp32 32";
+  EXPECT_EQ(parse_cpu_info("flags : avx2 fma avx512f amx_fp16 amx_bf16\n").flags,
+            (std::vector<std::string>{"avx2", "fma", "avx512f", "amx_fp16", "amx_bf16"}))
+      << "a real cpuinfo's AMX flags are kept";
+}
+
+// AMD by family and model [AMD 17h/19h/1Ah]: Zen 1 and Zen+ (17h below 0x30) and Hygon's Dhyana (18h, a Zen 1)
+// have 128-bit FMA pipes; Zen 2 and 3 256-bit; Zen 5's mobile Strix Point (0x20-0x3F) and Krackan Point (0x60-0x6F)
+// keep 256-bit datapaths where the rest of Zen 5 has 512-bit ones. Each range at both ends and just outside.
+TEST(CpuModel, AmdCoresByFamilyAndModelRangeAtEachEdge) {
+  const auto amd = [](const char* vendor, int family, int model, std::vector<std::string> flags) {
+    CpuInfo cpu;
+    cpu.vendor = vendor;
+    cpu.family = family;
+    cpu.model_number = model;
+    cpu.flags = std::move(flags);
+    return core_flops(cpu);
+  };
+  const std::vector<std::string> avx2 = {"avx", "avx2", "fma"};
+  const std::vector<std::string> avx512 = {"avx", "avx2", "fma", "avx512f"};
+  for (const int model : {0x01, 0x08, 0x11, 0x18, 0x2F}) {
+    EXPECT_EQ(amd("AuthenticAMD", 0x17, model, avx2).core, "AMD Zen 1") << model;
+    EXPECT_EQ(amd("AuthenticAMD", 0x17, model, avx2).fp32, 16) << model;
+  }
+  for (const int model : {0x30, 0x31, 0x71}) {
+    EXPECT_EQ(amd("AuthenticAMD", 0x17, model, avx2).core, "AMD Zen 2") << model;
+    EXPECT_EQ(amd("AuthenticAMD", 0x17, model, avx2).fp32, 32) << model;
+  }
+  const CoreFlops dhyana = amd("HygonGenuine", 0x18, 0x00, avx2);
+  EXPECT_EQ(dhyana.core, "Hygon Dhyana (Zen 1)");
+  EXPECT_EQ(dhyana.fp32, 16);
+  EXPECT_EQ(amd("AuthenticAMD", 0x18, 0x00, avx2).core, "") << "family 18h is Hygon's, not AMD's";
+  EXPECT_EQ(amd("AuthenticAMD", 0x18, 0x00, avx2).fp32, 32) << "unknown: the flags' figure";
+  for (const int model : {0x20, 0x24, 0x3F, 0x60, 0x68, 0x6F}) {
+    EXPECT_EQ(amd("AuthenticAMD", 0x1A, model, avx512).core, "AMD Zen 5 (mobile)") << model;
+    EXPECT_EQ(amd("AuthenticAMD", 0x1A, model, avx512).fp32, 32) << model;
+  }
+  for (const int model : {0x02, 0x1F, 0x40, 0x44, 0x5F, 0x70}) {
+    EXPECT_EQ(amd("AuthenticAMD", 0x1A, model, avx512).core, "AMD Zen 5") << model;
+    EXPECT_EQ(amd("AuthenticAMD", 0x1A, model, avx512).fp32, 64) << model;
+  }
+  CpuInfo hygon;
+  hygon.vendor = "HygonGenuine";
+  hygon.flags = {"avx2", "fma"};
+  EXPECT_EQ(openblas_coretype_advice(hygon, "Prescott"), "Zen") << "Hygon's cores take OpenBLAS's Zen kernels";
+}
+
+// The ISA line `torchprobe devices` prints, for each branch and its siblings.
+TEST(CpuModel, TheIsaNamesTheWidestVectorsAndTheirExtras) {
+  const auto isa = [](std::vector<std::string> flags) {
+    CpuInfo cpu;
+    cpu.flags = std::move(flags);
+    return cpu_isa(cpu);
+  };
+  EXPECT_EQ(isa({"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_int8"}),
+            "AVX-512 (VNNI, BF16, FP16) + AMX-BF16");
+  EXPECT_EQ(isa({"avx2", "fma", "avx512f", "amx_int8"}), "AVX-512 + AMX-INT8");
+  EXPECT_EQ(isa({"avx2", "fma", "avx512f", "avx512_bf16"}), "AVX-512 (BF16)");
+  EXPECT_EQ(isa({"avx2", "fma"}), "AVX2+FMA");
+  EXPECT_EQ(isa({"avx", "avx2"}), "AVX2");
+  EXPECT_EQ(isa({"sse4_2", "avx"}), "AVX");
+  EXPECT_EQ(isa({"sse4_2"}), "SSE4.2");
+  EXPECT_EQ(isa({}), "unknown");
+  EXPECT_EQ(cpu_isa(parse_cpu_info(fixture("neoverse-v2-grace.txt"))), "SVE2 (BF16)");
+  EXPECT_EQ(cpu_isa(parse_cpu_info(fixture("neoverse-v1-graviton3.txt"))), "SVE (BF16)");
+  EXPECT_EQ(cpu_isa(parse_cpu_info(fixture("neoverse-n1.txt"))), "NEON");
+  EXPECT_EQ(isa({"asimd", "bf16"}), "NEON (BF16)");
+  EXPECT_EQ(isa({"asimd", "sve"}), "SVE");
 }
 
 // cpu.h: cpufreq's maximum wins where there is one; else the higher of CPUID leaf 0x16 and "cpu MHz" (a VM

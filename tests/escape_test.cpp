@@ -103,6 +103,33 @@ TEST(EscapeTerminal, NoControlCharacterReachesTheTerminal) {
   EXPECT_EQ(terminal_text("line 1\n\tline 2\x1b[0m\r\n"), "line 1\n\tline 2\\x1b[0m\\r\n");
 }
 
+// Each range of what a terminal acts on, at both ends and just outside: C1 U+0080-U+009F, the bidi embeddings and
+// overrides U+202A-U+202E, the isolates U+2066-U+2069.
+TEST(EscapeTerminal, EveryActedOnRangeIsEscapedToItsEnds) {
+  EXPECT_EQ(terminal_line("\xC2\x80"
+                          "a"
+                          "\xC2\x9F"
+                          "b"
+                          "\xC2\xA0"),
+            "\\u0080a\\u009fb\xC2\xA0");
+  EXPECT_EQ(terminal_line("\xE2\x80\xA9"
+                          "\xE2\x80\xAA"
+                          "a"
+                          "\xE2\x80\xAE"
+                          "\xE2\x80\xAF"),
+            "\xE2\x80\xA9\\u202aa\\u202e\xE2\x80\xAF");
+  EXPECT_EQ(terminal_line("\xE2\x81\xA5"
+                          "\xE2\x81\xA6"
+                          "b"
+                          "\xE2\x81\xA9"
+                          "\xE2\x81\xAA"),
+            "\xE2\x81\xA5\\u2066b\\u2069\xE2\x81\xAA");
+  EXPECT_EQ(terminal_line(std::string("\x00\x1f\x20\x7e\x7f", 5)), "\\x00\\x1f ~\\x7f");
+  for (const char* bidi : {"\xE2\x80\xAA", "\xE2\x81\xA9", "\xC2\x9F"}) {
+    EXPECT_EQ(markdown_text(std::string("x") + bidi).find(bidi), std::string::npos) << "markdown keeps it out too";
+  }
+}
+
 TEST(Digest, Sha256AndBase64MatchTheStandardVectors) {
   EXPECT_EQ(hex(torchprobe::sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(hex(torchprobe::sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

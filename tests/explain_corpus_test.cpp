@@ -286,4 +286,13 @@ TEST(ExplainHarvest, TheHalvesShareNoProject) {
     EXPECT_EQ(tuning.count(project) + held_out.count(project), 0u)
         << "harvest_fresh.jsonl:" << line << ": project " << project << " is in an earlier half";
   }
+  // Nor a text: the same message pasted in two repositories is held once, on one side.
+  std::map<std::string, std::string> held;
+  for (const char* file : {"harvest_tuning.jsonl", "harvest_heldout.jsonl", "harvest_fresh.jsonl"}) {
+    for (const auto& [line, e] : corpus(file)) {
+      const auto [at, first] =
+          held.emplace(e.at("text").get<std::string>(), std::string(file) + ":" + std::to_string(line));
+      EXPECT_TRUE(first) << file << ":" << line << " holds the text of " << at->second;
+    }
+  }
 }

@@ -440,6 +440,51 @@ TEST(Explain, ExplanationsSpeakOfTheSituationAndBothFixesAreComplete) {
   EXPECT_NE(indices.fix_cpp.find("idx.to(x.device())"), std::string::npos);
 }
 
+// Each library that runs out of memory in its own words is named, explained as itself and given its own fix: the
+// allocator column of the rules, the explanation's branch and the extra fix lines, one message per library.
+TEST(Explain, EachOutOfMemoryLibraryIsNamedExplainedAndFixedAsItself) {
+  struct Case {
+    const char* text;
+    const char* kind;
+    const char* allocator;
+    const char* explanation;  // a phrase only that library's explanation has
+    const char* fix_python;   // a line only that library's fix has ("" none)
+  };
+  const Case cases[] = {
+      {"RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "out_of_memory_gpu", "cuDNN (handle or workspace)",
+       "cuDNN could not get memory for its handle", "torch.backends.cudnn.benchmark = False"},
+      {"RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "out_of_memory_gpu",
+       "cuBLAS (handle or workspace)", "cuBLAS could not allocate its handle or workspace", ""},
+      {"node-1:123:456 [0] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'", "out_of_memory_gpu",
+       "NCCL (its CUDA buffers)", "NCCL could not allocate its communication buffers", "NCCL_BUFFSIZE=1048576"},
+      {"RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported",
+       "out_of_memory_gpu", "CUDA runtime (context or driver allocation)", "often the CUDA context itself", ""},
+      {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "out_of_memory_gpu",
+       "LibTorch CUDA caching allocator", "The GPU's caching allocator could not find the bytes requested", ""},
+      {"OpenBLAS: malloc failed in dgemm_", "out_of_memory_cpu", "OpenBLAS (its work buffers)",
+       "OpenBLAS could not allocate its work buffers", ""},
+      {"RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+       "tried to allocate 1073741824 bytes. Error code 12 (Cannot allocate memory)",
+       "out_of_memory_cpu", "LibTorch CPU allocator", "The host could not allocate the memory asked for", ""},
+      {"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.73 GiB for an array with shape (500000, 1000)",
+       "out_of_memory_cpu", "Python / NumPy", "Python (NumPy) could not allocate an array", ""},
+  };
+  for (const auto& c : cases) {
+    const Diagnosis d = explain_error(c.text);
+    EXPECT_EQ(kind_name(d.kind), c.kind) << c.text;
+    EXPECT_EQ(d.allocator, c.allocator) << c.text;
+    EXPECT_NE(d.explanation.find(c.explanation), std::string::npos) << c.text << "\n" << d.explanation;
+    if (*c.fix_python) {
+      EXPECT_NE(d.fix_python.find(c.fix_python), std::string::npos) << c.text << "\n" << d.fix_python;
+    }
+    for (const char* other : {"cudnn.benchmark = False", "NCCL_BUFFSIZE"}) {
+      if (std::string(c.fix_python).find(other) == std::string::npos) {
+        EXPECT_EQ(d.fix_python.find(other), std::string::npos) << c.text << ": another library's fix";
+      }
+    }
+  }
+}
+
 // A line of `size` bytes: an error, then an args=(...) dump as long logs have after it.
 std::string long_line(std::size_t size) {
   std::string line =

@@ -59,7 +59,25 @@ TEST(HistoryAnalysis, ShowAndCheckFindTheSlowdownOnTheNewestCommit) {
     for (const char* key : {"commit", "before_ms", "after_ms", "change_pct", "p_value"})
       EXPECT_TRUE(c.contains(key)) << key;
     EXPECT_EQ(c["commit"], "new");
+    // The change's place, date and interval, each the change point's own: the first run at the new level.
+    EXPECT_EQ(c["index"], 38);
+    EXPECT_EQ(c["date"], b["points"][38]["date"]);
+    EXPECT_EQ(c["commit"], b["points"][38]["commit"]);
+    EXPECT_NE(c["date"], b["points"][37]["date"]);
+    EXPECT_LT(c["change_low_pct"].get<double>(), c["change_pct"].get<double>());
+    EXPECT_GT(c["change_high_pct"].get<double>(), c["change_pct"].get<double>());
+    EXPECT_DOUBLE_EQ(c["change_low_pct"].get<double>(), change.low_pct);
+    EXPECT_DOUBLE_EQ(c["change_high_pct"].get<double>(), change.high_pct);
+    EXPECT_DOUBLE_EQ(c["before_ms"].get<double>(), change.before_ms);
+    EXPECT_DOUBLE_EQ(c["after_ms"].get<double>(), change.after_ms);
   }
+  // --last 0 lists every run, as does a --last above the count.
+  for (const size_t last : {size_t{0}, size_t{40}, size_t{41}}) {
+    const std::string all = history::show_console(reports, last);
+    EXPECT_EQ(all.find("earlier runs not listed"), std::string::npos) << last;
+    EXPECT_NE(all.find("c0000"), std::string::npos) << last;
+  }
+  EXPECT_NE(history::show_console(reports, 39).find("(1 earlier runs not listed)"), std::string::npos);
   const std::string console = history::show_console(reports, 5);
   EXPECT_NE(console.find("(35 earlier runs not listed)"), std::string::npos) << console;
   EXPECT_NE(console.find("change point at new"), std::string::npos) << console;

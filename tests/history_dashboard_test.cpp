@@ -44,6 +44,20 @@ TEST(HistoryDashboard, OneChartPerSeriesChangePointsMarkedNothingFromTheNetwork)
   EXPECT_FALSE(std::regex_search(html, std::regex(R"(>[0-9.]+e[-+][0-9]+<)"))) << "a number in scientific notation";
 }
 
+// A device without a price has no costs ("-"), never a cost of 0 as if it were free.
+TEST(HistoryDashboard, AnUnpricedDeviceHasNoCosts) {
+  TempDir dir("torchprobe-history");
+  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+  add_series(store, step_values(30, 15, 5.0, 5.75));
+  history::DashboardOptions options;
+  options.usd_per_hour = history::parse_prices("cuda:0=2.5");
+  const std::string html = history::dashboard_html(analyze_stored(store), store.latest_runs({}), options);
+  EXPECT_NE(html.find("USD/hour</th>"), std::string::npos) << "the price columns are shown";
+  EXPECT_NE(html.find(R"(<td class="num">-</td><td class="num">-</td><td class="num">-</td></tr>)"), std::string::npos)
+      << html;
+  EXPECT_EQ(html.find(R"(<td class="num">0</td>)"), std::string::npos) << html;
+}
+
 // docs/history.md: a tooltip per point while a series has at most 60; past that the markers would hide the line.
 TEST(HistoryDashboard, EachPointHasATooltipWhileThereAreAtMostSixty) {
   TempDir dir("torchprobe-history");

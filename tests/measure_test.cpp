@@ -164,22 +164,6 @@ TEST(Measure, RunSamplesForAtLeastTheTimeGiven) {
   EXPECT_EQ(sampler.run(/*samples=*/12, /*min_seconds=*/1.0).size(), 12u) << "and never fewer than asked";
 }
 
-TEST(Stats, SummaryIsExact) {
-  const Stats s = summarize({4.0, 1.0, 3.0, 2.0});
-  EXPECT_EQ(s.samples, 4);
-  EXPECT_DOUBLE_EQ(s.median, 2.5);
-  EXPECT_DOUBLE_EQ(s.mean, 2.5);
-  EXPECT_DOUBLE_EQ(s.min, 1.0);
-  EXPECT_DOUBLE_EQ(s.max, 4.0);
-  EXPECT_NEAR(s.stddev, 1.2909944487, 1e-9);  // sqrt(5/3)
-  EXPECT_NEAR(s.cv_pct, 51.63977795, 1e-6);
-  const Stats one = summarize({7.0});
-  EXPECT_DOUBLE_EQ(one.median, 7.0);
-  EXPECT_DOUBLE_EQ(one.stddev, 0.0);
-  EXPECT_DOUBLE_EQ(median({5.0, 1.0, 3.0}), 3.0);
-  EXPECT_THROW_WITH(summarize({}), std::invalid_argument, "empty sample");
-}
-
 TEST(Measure, DefaultPolicyPerDevice) {
   const auto cpu = measure::default_policy(torch::Device(torch::kCPU));
   EXPECT_DOUBLE_EQ(cpu.warmup_s, 0.2);

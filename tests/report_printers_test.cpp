@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "torchprobe/io.h"
 #include "torchprobe/report/printers.h"
 #include "torchprobe/report/results.h"
+#include "torchprobe/report/table.h"
+#include "torchprobe/report/traces.h"
 #include "torchprobe/report/views.h"
 
 // Golden files: regenerate with `torchprobe report tests/fixtures/report/results.json --out DIR` and review the diff.
@@ -147,6 +150,129 @@ TEST(ReportSummary, SentencesFollowTheModelsThenTheDevicesAsFirstSeen) {
                     "- cuda:0 is 4.00x cpu on a at batch 8 (400 vs 100 images/s).\n"),
             std::string::npos)
       << md;
+}
+
+// Without a CPU the first device seen is the reference, and the sentences compare the others against it.
+TEST(ReportSummary, WithoutACpuTheFirstDeviceIsTheReference) {
+  const std::string json = R"({"benchmarks": [
+    {"name": "train_step/net/cuda:0/batch:64", "real_time": 1, "images_per_s": 1000},
+    {"name": "train_step/net/cuda:1/batch:64", "real_time": 1, "images_per_s": 2000}]})";
+  const std::string md = report::to_markdown(report::parse_results(json, "gpus.json"), {}, report::ReportOptions{});
+  EXPECT_NE(md.find("## In short"), std::string::npos) << md;
+  EXPECT_NE(md.find("- cuda:1 is 2.00x cuda:0 on net at batch 64 (2 000 vs 1 000 images/s).\n"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("- cuda:0 is"), std::string::npos) << md;
+}
+
+// A failed variant keeps the table's shape when the datasheet's MFU column is shown: as many cells as the header.
+TEST(ReportVariants, AFailedRowHasEveryColumnBesideTheDatasheet) {
+  const std::string json =
+      R"({"context": {"host_name": "h", "inventory": "{\"cuda\": {\"devices\": [{\"device\": \"cuda:0\", \"name\": \"NVIDIA H100 80GB HBM3\"}]}}"}, "benchmarks": [
+    {"name": "train_step/resnet18/cuda:0/batch:512/dtype:fp32/layout:nchw/cudnn:off/graph:off/manual_time", "run_type": "iteration",
+     "iterations": 10, "real_time": 20.0, "time_unit": "ms", "images_per_s": 25600.0, "model_tflop_per_s": 98.94, "mfu_pct": 25.0},
+    {"name": "train_step/resnet18/cuda:0/batch:512/dtype:bf16/layout:cl/cudnn:on/graph:off/manual_time", "run_type": "iteration",
+     "iterations": 10, "real_time": 6.67, "time_unit": "ms", "images_per_s": 76800.0, "model_tflop_per_s": 296.82, "mfu_pct": 37.1},
+    {"name": "train_step/resnet18/cuda:0/batch:512/dtype:fp16/layout:cl/cudnn:on/graph:off/manual_time", "run_type": "iteration",
+     "error_occurred": true, "error_message": "CUDA out of memory"}]})";
+  const std::string md = report::to_markdown(report::parse_results(json, "v.json"), {}, report::ReportOptions{});
+  const size_t header = md.find("| MFU | MFU (datasheet) | vs baseline |");
+  ASSERT_NE(header, std::string::npos) << md;
+  const size_t header_start = md.rfind('\n', header) + 1;
+  const std::string header_line = md.substr(header_start, md.find('\n', header) - header_start);
+  const std::string failed_row =
+      "| resnet18 | cuda:0 | 512 | cudnn:on dtype:fp16 layout:cl | failed | - | - | - | - | - | - |";
+  EXPECT_NE(md.find(failed_row + "\n"), std::string::npos) << md;
+  EXPECT_EQ(count(header_line, "|"), count(failed_row, "|")) << header_line;
+}
+
+// Identical repetitions have a CV of 0: shown as "±0.0%" and written as 0 in the CSV; one repetition has none
+// (no "±", an empty CSV cell), which is not the same thing.
+TEST(ReportBoundaries, ACvOfZeroIsShownAndOneRepetitionHasNone) {
+  const auto set_of = [](int repetitions) {
+    std::string runs;
+    for (int i = 0; i < repetitions; ++i) {
+      runs += std::string(i ? "," : "") + R"({"name": "train_step/net/cpu/batch:64", "run_type": "iteration", )" +
+              R"("repetitions": )" + std::to_string(repetitions) + R"(, "repetition_index": )" + std::to_string(i) +
+              R"(, "real_time": 10.0, "time_unit": "ms", "images_per_s": 6400})";
+    }
+    return report::parse_results(R"({"benchmarks": [)" + runs + "]}", "r.json");
+  };
+  const auto cv_cell = [](const report::ResultSet& set) {
+    const std::string csv = report::to_csv(set);
+    const std::string row = csv.substr(csv.find('\n') + 1, csv.find('\n', csv.find('\n') + 1) - csv.find('\n') - 1);
+    std::vector<std::string> fields;
+    std::istringstream in(row);
+    for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+    return fields.size() > 9 ? fields[9]
+                             : "?";  // suite,name,subject,device,device_name,batch,dtype,phase,median_ms,cv_pct
+  };
+  const auto three = set_of(3);
+  ASSERT_EQ(three.results.size(), 1u);
+  EXPECT_EQ(three.results[0].cv_pct, 0.0);
+  EXPECT_NE(report::to_markdown(three, {}, report::ReportOptions{}).find(" 6 400 ±0.0% "), std::string::npos);
+  EXPECT_EQ(cv_cell(three), "0");
+  const auto one = set_of(1);
+  const std::string md = report::to_markdown(one, {}, report::ReportOptions{});
+  EXPECT_NE(md.find(" 6 400 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find(" 6 400 ±"), std::string::npos) << md;
+  EXPECT_EQ(cv_cell(one), "");
+}
+
+// The Devices table lists each device once per label: a rerun on the same host adds no rows; two hosts are told
+// apart by their names.
+TEST(ReportDevices, EachDeviceIsListedOncePerHost) {
+  const std::string dir = ::testing::TempDir();
+  const std::string original = torchprobe::io::read_text_file(kFixtures + "/results.json");
+  const auto with = [&](const std::string& file, const std::string& from, const std::string& to) {
+    std::string text = original;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    torchprobe::io::write_text_file(dir + "/" + file, text);
+    return dir + "/" + file;
+  };
+  const std::string rerun = with("rerun.json", "2026-11-22T08:00:00+00:00", "2026-11-23T08:00:00+00:00");
+  const std::string md =
+      report::to_markdown(report::load_results({kFixtures + "/results.json", rerun}), {}, report::ReportOptions{});
+  const auto devices_table = [](const std::string& report_md) {
+    const size_t at = report_md.find("## Devices");
+    return at == std::string::npos ? std::string() : report_md.substr(at, report_md.find("\n## ", at + 1) - at);
+  };
+  const std::string table = devices_table(md);
+  EXPECT_EQ(count(table, "| cpu | Fixture CPU |"), 1u) << md;
+  EXPECT_EQ(count(table, "| cuda:0 | NVIDIA H100 80GB HBM3 |"), 1u) << md;
+  const std::string other_host = with("other.json", "\"fixture-host\"", "\"host-b\"");
+  const std::string two = devices_table(report::to_markdown(
+      report::load_results({kFixtures + "/results.json", other_host}), {}, report::ReportOptions{}));
+  EXPECT_EQ(count(two, "| cpu@fixture-host | Fixture CPU |"), 1u) << two;
+  EXPECT_EQ(count(two, "| cpu@host-b | Fixture CPU |"), 1u) << two;
+  EXPECT_EQ(count(two, "| cuda:0@host-b | NVIDIA H100 80GB HBM3 |"), 1u) << two;
+}
+
+// Console columns line up by characters, not bytes: "±" and "µ" are two bytes each.
+TEST(ReportFormat, ConsoleColumnsAreAlignedByCharacter) {
+  const report::Table t{{"a", "b"},
+                        {false, true},
+                        {{"x",
+                          "\xC2\xB1"
+                          "1"},
+                         {"y", "22"}}};
+  EXPECT_EQ(t.console(),
+            "a   b\n-----\nx  \xC2\xB1"
+            "1\ny  22\n");
+  const report::Table left{{"time", "n"}, {false, false}, {{"5 \xC2\xB5s", "1"}, {"10 ms", "2"}}};
+  EXPECT_EQ(left.console(), "time   n\n--------\n5 \xC2\xB5s   1\n10 ms  2\n");
+}
+
+// A trace's link survives any path: every byte outside [A-Za-z0-9._~/-] is percent-encoded.
+TEST(ReportTraces, TheLinkToATraceIsPercentEncoded) {
+  report::TraceSummary s;
+  s.benchmark = "train_step/net/cpu/batch:4";
+  s.file = "my traces/run (1)[2]\xC2\xB5_a-b.c~d.json";
+  s.steps = 1;
+  s.step_ms = 1.0;
+  const std::string md = report::traces_markdown({s});
+  EXPECT_NE(md.find("](my%20traces/run%20%281%29%5B2%5D%C2%B5_a-b.c~d.json)\n"), std::string::npos) << md;
 }
 
 // ---- Hostile results files (found by fuzz_results; the seeds are in tests/fuzz/corpus/results) ----

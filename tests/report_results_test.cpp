@@ -49,14 +49,16 @@ TEST(ReportNames, SplitsSuiteSubjectDeviceAndParameters) {
 
 TEST(ReportNames, EveryDeviceTheGrammarNamesIsTheResultsDevice) {
   // An Apple or Intel GPU's results read as the CPU's would land in its rows and become its baseline.
-  for (const char* device : {"cpu", "mps", "cuda", "xpu", "cuda:0", "cuda:12", "xpu:1", "cuda:0,cuda:1"}) {
+  for (const char* device :
+       {"cpu", "mps", "cuda", "xpu", "cuda:0", "cuda:12", "cuda:123", "xpu:1", "xpu:999", "cuda:0,cuda:1"}) {
     report::Result r;
     report::parse_benchmark_name(std::string("train_step/net/") + device + "/batch:64", r);
     EXPECT_EQ(r.device, device);
     EXPECT_EQ(r.subject, "net") << device;
   }
   // Not devices: the name's device is then the CPU's, and the token is a subject or a parameter.
-  for (const char* other : {"mpsx", "npu", "cuda:1234", "cuda:x", "cuda:0,tpu"}) {
+  for (const char* other :
+       {"mpsx", "npu", "cuda:1234", "xpu:1000", "cuda:", "cuda:x", "cuda:1x", "cuda:0,tpu", "cuda:0,"}) {
     report::Result r;
     report::parse_benchmark_name(std::string("op/") + other + "/batch:64", r);
     EXPECT_EQ(r.device, "cpu") << other;
@@ -222,6 +224,60 @@ TEST(ReportLoad, APartialRunSaysSo) {
       R"j({"context": {"torchprobe_run": "complete (5 of 5 benchmarks)"}, "benchmarks": []})j", "c.json");
   EXPECT_FALSE(done.contexts[0].partial());
   EXPECT_EQ(done.partial_runs(), "");
+}
+
+// Each partial file of a set is named, in the order given, with its reason (or none, for a bare "partial"); the
+// complete files between them are not.
+TEST(ReportLoad, EveryPartialFileIsNamedInOrder) {
+  const std::string dir = ::testing::TempDir();
+  const auto run = [&](const std::string& file, const std::string& status) {
+    torchprobe::io::write_text_file(dir + "/" + file,
+                                    R"({"context": {"torchprobe_run": ")" + status + R"("}, "benchmarks": []})");
+    return dir + "/" + file;
+  };
+  const auto set = report::load_results({run("p1.json", "partial: interrupted by SIGINT after 1 of 3 benchmarks"),
+                                         run("full.json", "complete (3 of 3 benchmarks)"), run("p2.json", "partial")});
+  EXPECT_EQ(set.partial_runs(), dir + "/p1.json: interrupted by SIGINT after 1 of 3 benchmarks; " + dir + "/p2.json: ");
+}
+
+// Google Benchmark says "debug" when its own library was built so (Debian's is): the report says what that does
+// and does not affect; a release library says nothing.
+TEST(ReportWarnings, ADebugBuildOfGoogleBenchmarkIsSaidOncePerFile) {
+  const auto lines_of = [](const std::string& build_type) {
+    return report::warnings(
+        report::parse_results(R"({"context": {"library_build_type": ")" + build_type + R"("}, "benchmarks": []})",
+                              "x.json"),
+        5.0);
+  };
+  const auto debug = lines_of("debug");
+  ASSERT_EQ(debug.size(), 1u);
+  EXPECT_EQ(debug[0],
+            "x.json: the Google Benchmark library reports a Debug build (Debian's package does): its loop overhead is "
+            "higher; torchprobe's own timers are unaffected");
+  EXPECT_TRUE(lines_of("release").empty());
+}
+
+// The devices of one data_parallel process by their names: "2 x NAME" when alike, "A + B" when not, and no name
+// when the inventory lacks one of them (never a neighbour's).
+TEST(ReportLabels, ADataParallelProcessNamesEachOfItsDevices) {
+  const auto name_of = [](const std::string& devices) {
+    const std::string inventory =
+        R"({\"cuda\": {\"devices\": [{\"device\": \"cuda:0\", \"name\": \"NVIDIA H100 80GB HBM3\"}, )"
+        R"({\"device\": \"cuda:1\", \"name\": \"NVIDIA A100-SXM4-80GB\"}, )"
+        R"({\"device\": \"cuda:2\", \"name\": \"NVIDIA H100 80GB HBM3\"}]}})";
+    const auto set = report::parse_results(
+        R"({"context": {"inventory": ")" + inventory + R"("}, "benchmarks": [{"name": "dist_train/net/)" + devices +
+            R"(/batch:64", "run_type": "iteration", "iterations": 1, "real_time": 2.0, "time_unit": "ms"}]})",
+        "d.json");
+    return set.results.at(0).device_name;
+  };
+  EXPECT_EQ(name_of("cuda:0,cuda:1"), "NVIDIA H100 80GB HBM3 + NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(name_of("cuda:1,cuda:0"), "NVIDIA A100-SXM4-80GB + NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(name_of("cuda:0,cuda:2"), "2 x NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(name_of("cuda:0,cuda:1,cuda:2"), "NVIDIA H100 80GB HBM3 + NVIDIA A100-SXM4-80GB + NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(name_of("cuda:0,cuda:3"), "");
+  EXPECT_EQ(name_of("cuda:3,cuda:0"), "");
+  EXPECT_EQ(name_of("cuda:1"), "NVIDIA A100-SXM4-80GB");
 }
 
 TEST(ReportLabels, TwoMachinesWithOneHostNameAreToldApartByTheirPart) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <regex>
@@ -268,6 +270,65 @@ TEST(ReportSvg, CompareForestPlotShowsEachChangeItsIntervalAndTheBand) {
   }
   EXPECT_NE(report::compare_markdown(result, options, "cmp.svg").find("![Change of each benchmark](cmp.svg)"),
             std::string::npos);
+}
+
+// At most 60 rows are drawn: unchanged ones are left out first, so every change that matters is on the chart
+// whatever its place in the file. 65 unchanged benchmarks and 5 slower ones listed last: 55 + 5 drawn.
+TEST(ReportSvg, CompareChartDrawsEveryChangeAndLeavesUnchangedOnesOutFirst) {
+  // `benchmarks` of five repetitions each, the last five of them at `last_five_ms` instead of 10 ms.
+  const auto file = [](int benchmarks, double last_five_ms) {
+    std::string runs;
+    for (int b = 0; b < benchmarks; ++b) {
+      for (const double ms : {10.0, 10.1, 9.9, 10.05, 9.95}) {
+        runs += (runs.empty() ? "" : ",") + fmt::format(R"({{"name": "b{:02d}", "real_time": {}, "time_unit": "ms"}})",
+                                                        b, b >= benchmarks - 5 ? ms * last_five_ms / 10.0 : ms);
+      }
+    }
+    return report::parse_results(R"({"benchmarks": [)" + runs + "]}", "c.json");
+  };
+  const report::CompareOptions options;
+  const auto result = report::compare_results(file(70, 10.0), file(70, 12.0), options);
+  const std::string svg = report::compare_chart(result, options);
+  std::string why;
+  ASSERT_TRUE(well_formed_xml(svg, why)) << why;
+  EXPECT_EQ(count(svg, R"(class="point")"), 60u);
+  EXPECT_EQ(count(svg, R"(fill="#e15759">+20.0% SLOWER<)"), 5u) << svg;
+  EXPECT_NE(svg.find("10 benchmark(s) not drawn (at most 60 rows, unchanged ones left out"), std::string::npos) << svg;
+  // 60 benchmarks: all drawn, no note.
+  const std::string all =
+      report::compare_chart(report::compare_results(file(60, 10.0), file(60, 12.0), options), options);
+  EXPECT_EQ(count(all, R"(class="point")"), 60u);
+  EXPECT_EQ(all.find("not drawn"), std::string::npos);
+}
+
+// The scaling table and chart go by world size whatever order the file lists them in.
+TEST(ReportSvg, ScalingRowsAndPointsGoByWorldSize) {
+  std::string runs;
+  for (const int world : {4, 1, 2}) {
+    runs += (runs.empty() ? "" : ",") +
+            fmt::format(R"({{"name": "dist_train/net/cpu/world:{0}/batch:32/engine:gloo", "real_time": {1},
+                "time_unit": "ms", "world_size": {0}, "images_per_s": {2}, "scaling_efficiency": {3}}})",
+                        world, 10.0 + world, 3200.0 * world / (1.0 + 0.1 * world), 1.0 / (1.0 + 0.1 * (world - 1)));
+  }
+  const auto set = report::parse_results(R"({"benchmarks": [)" + runs + "]}", "s.json");
+  const std::string md = report::to_markdown(set, {}, report::ReportOptions{});
+  const size_t one = md.find("| dist_train/net/cpu/batch:32/engine:gloo | 1 | 11.0 |");
+  const size_t two = md.find("| dist_train/net/cpu/batch:32/engine:gloo | 2 | 12.0 |");
+  const size_t four = md.find("| dist_train/net/cpu/batch:32/engine:gloo | 4 | 14.0 |");
+  ASSERT_NE(one, std::string::npos) << md;
+  ASSERT_NE(two, std::string::npos) << md;
+  ASSERT_NE(four, std::string::npos) << md;
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, four);
+  const std::string svg = chart_named(report::make_charts(set), "scaling.svg").svg;
+  std::smatch points;
+  ASSERT_TRUE(std::regex_search(svg, points, std::regex(R"re(<polyline points="([^"]*)")re"))) << svg;
+  std::istringstream xs(points[1].str());
+  std::vector<double> x;
+  for (std::string pair; xs >> pair;) x.push_back(std::stod(pair.substr(0, pair.find(','))));
+  ASSERT_EQ(x.size(), 3u) << points[1];
+  EXPECT_LT(x[0], x[1]);
+  EXPECT_LT(x[1], x[2]);
 }
 
 // diagnose memory's chart, from an H100 run's resnet18 search (reports/nvidia-h100): peaks, the fit, the budget, the

@@ -1,5 +1,5 @@
 # Runs the command given after -P (CMAKE_ARGV), prints "rc=<code>" then its output (and
-# SHOW_FILE if set), and fails unless the exit code equals EXPECT_RC.
+# SHOW_FILE, then SHOW_FILE_2, where set), and fails unless the exit code equals EXPECT_RC.
 set(cmd "")
 set(take OFF)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -12,10 +12,12 @@ foreach(i RANGE ${last})
 endforeach()
 execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("rc=${rc}\n${out}\n${err}")
-if(DEFINED SHOW_FILE AND EXISTS "${SHOW_FILE}")
-  file(READ "${SHOW_FILE}" shown)
-  message("${shown}")
-endif()
+foreach(shown_file SHOW_FILE SHOW_FILE_2)
+  if(DEFINED ${shown_file} AND EXISTS "${${shown_file}}")
+    file(READ "${${shown_file}}" shown)
+    message("${shown}")
+  endif()
+endforeach()
 if(NOT "${rc}" STREQUAL "${EXPECT_RC}")
   message(FATAL_ERROR "expected exit code ${EXPECT_RC}, got ${rc}")
 endif()

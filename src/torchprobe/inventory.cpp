@@ -40,12 +40,10 @@ std::string host_name() {
 
 CpuInfo read_cpu_info() {
   CpuInfo cpu = read_proc_cpuinfo();
-  // cpufreq knows the real maximum (turbo included); VMs often lack it and list the nominal clock as "cpu MHz",
-  // where CPUID leaf 0x16 may still state the maximum.
   std::ifstream max_freq("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   double khz = 0.0;
   if (!(max_freq >> khz)) khz = 0.0;
-  choose_max_clock(cpu, khz, cpuid_max_clock_mhz());
+  choose_max_clock(cpu, khz, khz > 0.0 ? 0.0 : cpuid_max_clock_mhz());  // CPUID is read only where cpufreq is silent
   cpu.logical_cores = available_cores();
   cpu_set_t set;
   CPU_ZERO(&set);

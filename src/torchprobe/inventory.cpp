@@ -43,7 +43,7 @@ CpuInfo read_cpu_info() {
   std::ifstream max_freq("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
   double khz = 0.0;
   if (!(max_freq >> khz)) khz = 0.0;
-  choose_max_clock(cpu, khz, khz > 0.0 ? 0.0 : cpuid_max_clock_mhz());  // CPUID is read only where cpufreq is silent
+  choose_max_clock(cpu, khz, cpuid_max_clock_mhz());  // the choice among the sources is choose_max_clock's (cpu.h)
   cpu.logical_cores = available_cores();
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -18,24 +19,47 @@
 #include "torchprobe/device_spec.h"
 #include "torchprobe/error.h"
 #include "torchprobe/interrupt.h"
+#include "torchprobe/report/schema.h"
 
 namespace torchprobe::bench {
 namespace {
-const std::vector<std::string> kKnownSuites = {"train", "data", "op"};
-
 const char* on_off(bool on) { return on ? "on" : "off"; }
 
 bool selected(const SuiteOptions& options, const std::string& suite) {
   return std::find(options.suites.begin(), options.suites.end(), suite) != options.suites.end();
 }
+
+using report::schema::kTrainAxes;
+static_assert(kTrainAxes[0].key == "dtype" && kTrainAxes[1].key == "layout" && kTrainAxes[2].key == "cudnn" &&
+                  kTrainAxes[3].key == "graph",
+              "TrainVariant's fields are named in the order of the axes' table");
+
+/// The variant's value on each of kTrainAxes, in the table's order.
+std::array<std::string, kTrainAxes.size()> axis_values(const TrainVariant& v) {
+  return {train::precision_name(v.precision), train::layout_name(v.layout), on_off(v.cudnn_benchmark), on_off(v.graph)};
+}
+
+/// The values of `axis` to run: those given (checked by whoever reads them), else every value of the axis in the full
+/// sweep and its baseline otherwise.
+std::vector<std::string> values_to_run(const std::vector<std::string>& given, const report::schema::TrainAxis& axis,
+                                       bool full) {
+  if (!given.empty()) return given;
+  if (!full) return {std::string(axis.baseline())};
+  std::vector<std::string> all;
+  for (const auto value : axis.values) {
+    if (!value.empty()) all.emplace_back(value);
+  }
+  return all;
+}
 }  // namespace
 
 std::string train_benchmark_name(const TrainConfig& config) {
-  const TrainVariant& v = config.variant;
-  std::string name = fmt::format("train_step/{}/{}/batch:{}/dtype:{}/layout:{}", config.model,
-                                 device_string(config.device), config.batch_size, train::precision_name(v.precision),
-                                 train::layout_name(v.layout));
-  if (config.device.is_cuda()) name += fmt::format("/cudnn:{}/graph:{}", on_off(v.cudnn_benchmark), on_off(v.graph));
+  std::string name =
+      fmt::format("train_step/{}/{}/batch:{}", config.model, device_string(config.device), config.batch_size);
+  const auto values = axis_values(config.variant);
+  for (size_t i = 0; i < kTrainAxes.size(); ++i) {
+    if (!kTrainAxes[i].gpu_only || config.device.is_cuda()) name += fmt::format("/{}:{}", kTrainAxes[i].key, values[i]);
+  }
   return name;
 }
 
@@ -55,29 +79,23 @@ bool cpu_native_bf16(const CoreFlops& flops, const char* setting) {
 
 std::vector<TrainConfig> plan_train_benchmarks(const SuiteOptions& options) {
   const VariantSelection& sel = options.variants;
-  const auto switches = [](const std::vector<std::string>& given, bool full, const char* axis) {
-    if (given.empty()) return full ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  std::vector<train::Precision> precisions;
+  for (const auto& d : values_to_run(sel.dtypes, kTrainAxes[0], sel.full))
+    precisions.push_back(train::parse_precision(d));
+  std::vector<train::Layout> layouts;
+  for (const auto& l : values_to_run(sel.layouts, kTrainAxes[1], sel.full)) layouts.push_back(train::parse_layout(l));
+  const auto switches = [&](const std::vector<std::string>& given, const report::schema::TrainAxis& axis,
+                            const char* flag) {
     std::vector<bool> out;
-    for (const auto& value : given) {
-      if (value != "on" && value != "off") throw InputError(fmt::format("--{}: expected on or off, got '{}'", axis, value));
+    for (const auto& value : values_to_run(given, axis, sel.full)) {
+      if (value != "on" && value != "off")
+        throw InputError(fmt::format("{}: expected on or off, got '{}'", flag, value));
       out.push_back(value == "on");
     }
     return out;
   };
-  std::vector<train::Precision> precisions;
-  for (const auto& d : sel.dtypes) precisions.push_back(train::parse_precision(d));
-  if (sel.dtypes.empty()) {
-    precisions = sel.full ? std::vector<train::Precision>{train::Precision::kFp32, train::Precision::kBf16, train::Precision::kFp16}
-                          : std::vector<train::Precision>{train::Precision::kFp32};
-  }
-  std::vector<train::Layout> layouts;
-  for (const auto& l : sel.layouts) layouts.push_back(train::parse_layout(l));
-  if (sel.layouts.empty()) {
-    layouts = sel.full ? std::vector<train::Layout>{train::Layout::kNchw, train::Layout::kChannelsLast}
-                       : std::vector<train::Layout>{train::Layout::kNchw};
-  }
-  const std::vector<bool> cudnn = switches(sel.cudnn, sel.full, "cudnn");
-  const std::vector<bool> graphs = switches(sel.graphs, sel.full, "graphs");
+  const std::vector<bool> cudnn = switches(sel.cudnn, kTrainAxes[2], "--cudnn");
+  const std::vector<bool> graphs = switches(sel.graphs, kTrainAxes[3], "--graphs");
   const bool quick = quick_subset(sel);
 
   std::vector<TrainConfig> plan;
@@ -222,10 +240,34 @@ void run_guarded(benchmark::State& state, const std::string& name, const std::fu
   }
 }
 
+namespace {
+/// The suites, in the order they register and run: the name --suites takes, and what registers its benchmarks.
+struct SuiteEntry {
+  const char* name;
+  std::vector<std::string> (*registration)(const SuiteOptions&, DatasetSource, const std::string&);
+};
+const SuiteEntry kSuites[] = {
+    {"train", register_train_benchmarks},
+    {"data",
+     [](const SuiteOptions& options, DatasetSource, const std::string&) { return register_data_benchmarks(options); }},
+    {"op",
+     [](const SuiteOptions& options, DatasetSource, const std::string&) { return register_op_benchmarks(options); }},
+};
+}  // namespace
+
+const std::vector<std::string>& suite_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& suite : kSuites) out.emplace_back(suite.name);
+    return out;
+  }();
+  return names;
+}
+
 void check_suites(const std::vector<std::string>& suites) {
   for (const auto& s : suites) {
-    if (std::find(kKnownSuites.begin(), kKnownSuites.end(), s) == kKnownSuites.end()) {
-      throw InputError(fmt::format("unknown suite '{}' (known: {})", s, fmt::join(kKnownSuites, ", ")));
+    if (std::find(suite_names().begin(), suite_names().end(), s) == suite_names().end()) {
+      throw InputError(fmt::format("unknown suite '{}' (known: {})", s, fmt::join(suite_names(), ", ")));
     }
   }
 }
@@ -247,14 +289,10 @@ std::vector<std::string> register_suites(const SuiteOptions& options,
                                          const std::string& data_label) {
   check_suites(options.suites);
   std::vector<std::string> names;
-  if (selected(options, "train")) names = register_train_benchmarks(options, std::move(train_data), data_label);
-  if (selected(options, "data")) {
-    const auto data_names = register_data_benchmarks(options);
-    names.insert(names.end(), data_names.begin(), data_names.end());
-  }
-  if (selected(options, "op")) {
-    const auto op_names = register_op_benchmarks(options);
-    names.insert(names.end(), op_names.begin(), op_names.end());
+  for (const auto& suite : kSuites) {
+    if (!selected(options, suite.name)) continue;
+    const auto registered = suite.registration(options, train_data, data_label);
+    names.insert(names.end(), registered.begin(), registered.end());
   }
   return names;
 }

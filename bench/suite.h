@@ -47,11 +47,14 @@ struct StopFlags {
 /// The device's default rule with the flags given applied.
 measure::StopRule stop_rule(const StopFlags& flags, const torch::Device& device);
 
+/// The suites torchprobe-bench has (train, data, op), in the order they run; every one runs by default.
+const std::vector<std::string>& suite_names();
+
 struct SuiteOptions {
   std::vector<torch::Device> devices;
   std::vector<std::string> models = {"net", "resnet18"};
   std::vector<std::int64_t> batch_sizes = {4, 64, 256};
-  std::vector<std::string> suites = {"train", "data", "op"};
+  std::vector<std::string> suites = suite_names();
   VariantSelection variants;
   /// Training steps per timed sample; 0 picks one per device (1 on the CPU, enough for
   /// ~5 ms of GPU work per sample so the closing synchronisation is amortised).

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "diagnostics/classify_rules.h"
+#include "torchprobe/strings.h"
 
 namespace torchprobe::diagnostics::detail {
 
@@ -56,10 +58,9 @@ bool blank(const StringPiece& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v'; });
 }
 
-StringPiece trimmed(StringPiece s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s[0]))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s[s.size() - 1]))) s.remove_suffix(1);
-  return s;
+StringPiece trimmed(const StringPiece& s) {
+  const std::string_view t = trim_view(std::string_view(s.data(), s.size()));
+  return StringPiece(t.data(), t.size());
 }
 
 // "torch.OutOfMemoryError" from the prefix an exception line starts with ("torch.OutOfMemoryError: ", "what(): "):

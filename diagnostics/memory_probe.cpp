@@ -192,9 +192,9 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
       t.fits = true;
       t.peak_bytes = backend::allocator_stats(device).allocated.peak;
     } catch (const std::exception& e) {
-      if (!backend::is_out_of_memory(e)) throw;
+      if (!is_out_of_memory(e)) throw;
       t.error = raw_message(e);
-      t.allocator = backend::oom_allocator(e);
+      t.allocator = oom_allocator(e);
       t.peak_bytes = backend::allocator_stats(device).allocated.peak;  // live tensors when it failed
       if (!report.oom_reproduced) report.at_oom = backend::allocator_stats(device);
       record_oom(t);
@@ -254,7 +254,7 @@ ProbeReport run_memory_probe(const torch::Device& device, const ProbeOptions& op
       break;
     } catch (const std::exception& e) {
       report.recovery_error = raw_message(e);
-      if (!backend::is_out_of_memory(e)) break;
+      if (!is_out_of_memory(e)) break;
       step.zero_grad();
       step_down();
     }

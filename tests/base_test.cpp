@@ -23,6 +23,7 @@
 #include "torchprobe/interrupt.h"
 #include "torchprobe/io.h"
 #include "torchprobe/stats.h"
+#include "torchprobe/strings.h"
 #include "torchprobe/subprocess.h"
 
 namespace {
@@ -77,6 +78,17 @@ TEST(Flags, AnEmptyItemIsRefusedWhereverItStands) {
   EXPECT_THROW_WITH(list_flag("--devices", "cpu,,cuda:0"), InputError, "empty item");
   EXPECT_THROW_WITH(list_flag("--devices", ","), InputError, "empty item");
   EXPECT_THROW_WITH(torchprobe::int_list_flag("--batch-sizes", "4,64,", 1, 65536), InputError, "empty item in '4,64,'");
+}
+
+// The one splitter behind every comma list (flags, GLOO_SOCKET_IFNAME): every item, the empty ones at either end too.
+TEST(Strings, SplitKeepsEveryItemEmptyOnesIncluded) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(torchprobe::split("a,b", ','), (V{"a", "b"}));
+  EXPECT_EQ(torchprobe::split("a,,b", ','), (V{"a", "", "b"}));
+  EXPECT_EQ(torchprobe::split(",a,", ','), (V{"", "a", ""}));
+  EXPECT_EQ(torchprobe::split("", ','), (V{""}));
+  EXPECT_EQ(torchprobe::split("abc", ','), (V{"abc"}));
+  EXPECT_EQ(torchprobe::split("eth0;eth1", ';'), (V{"eth0", "eth1"}));
 }
 
 TEST(Flags, SizesAreAboveZeroAndFitInt64) {

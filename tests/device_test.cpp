@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <ctime>
 #include <regex>
@@ -78,6 +80,96 @@ TEST(Inventory, DescribesTheCpuLibTorchAndBlas) {
     EXPECT_NE(json.find(key), std::string::npos) << key;
   }
   EXPECT_NE(inventory_text(inv).find("BLAS threading"), std::string::npos);
+}
+
+// Every figure of the inventory's JSON is its own field's: a hand-made inventory with a distinct value in each
+// (no two counts alike, so a field written from its neighbour shows), read back key by key.
+TEST(Inventory, EveryJsonFigureIsItsOwnFields) {
+  Inventory inv;
+  inv.torchprobe_version = "9.8.7";
+  inv.libtorch_version = "2.11.0";
+  inv.hostname = "fixture-host";
+  inv.cuda_compiled = true;
+  inv.cuda_driver_version = "13.0";
+  inv.cuda_runtime_version = "12.9";
+  inv.cudnn_usable = true;
+  inv.cudnn_version = "91002";
+  inv.cpu.model = "Fixture CPU";
+  inv.cpu.vendor = "AuthenticAMD";
+  inv.cpu.family = 25;
+  inv.cpu.model_number = 17;
+  inv.cpu.logical_cores = 13;
+  inv.cpu.physical_cores = 7;
+  inv.cpu.max_clock_mhz = 3123.0;
+  inv.cpu.clock_source = "cpufreq cpuinfo_max_freq";
+  inv.cpu.flags = {"avx2", "fma"};
+  inv.cpu.vector_isa = "AVX2";
+  inv.threads.intra_op = 3;
+  inv.threads.inter_op = 5;
+  inv.threads.cores = 11;
+  inv.threads.blas.vendor = "OpenBLAS";
+  inv.threads.blas.library_path = "/lib/libblas.so.3";
+  inv.threads.blas.core_path = "/lib/libopenblas.so.0";
+  inv.threads.blas.kernel = "Haswell";
+  inv.threads.blas.threads = 1;
+  inv.threads.blas.threading = BlasThreading::kOpenMP;
+  inv.threads.blas_pinned = true;
+  backend::CudaDeviceInfo gpu;
+  gpu.index = 2;
+  gpu.name = "Fixture GPU";
+  gpu.cc_major = 9;
+  gpu.cc_minor = 1;
+  gpu.multiprocessors = 132;
+  gpu.total_memory_bytes = 150000000000;
+  gpu.l2_cache_bytes = 52428800;
+  inv.gpus = {gpu};
+  const auto j = nlohmann::json::parse(inventory_json(inv));
+  EXPECT_EQ(j["torchprobe_version"], "9.8.7");
+  EXPECT_EQ(j["libtorch_version"], "2.11.0");
+  EXPECT_EQ(j["hostname"], "fixture-host");
+  const auto& cpu = j["cpu"];
+  EXPECT_EQ(cpu["model"], "Fixture CPU");
+  EXPECT_EQ(cpu["vendor"], "AuthenticAMD");
+  EXPECT_EQ(cpu["family"], 25);
+  EXPECT_EQ(cpu["model_number"], 17);
+  EXPECT_EQ(cpu["logical_cores"], 13);
+  EXPECT_EQ(cpu["physical_cores"], 7);
+  EXPECT_EQ(cpu["max_clock_mhz"], 3123.0);
+  EXPECT_EQ(cpu["clock_source"], "cpufreq cpuinfo_max_freq");
+  EXPECT_EQ(cpu["flags"], nlohmann::json::array({"avx2", "fma"}));
+  EXPECT_EQ(cpu["torch_threads"], 3) << "LibTorch's intra-op threads, the ones that compute";
+  EXPECT_EQ(cpu["vector_isa"], "AVX2");
+  const auto& threads = j["threads"];
+  EXPECT_EQ(threads["intra_op"], 3);
+  EXPECT_EQ(threads["inter_op"], 5);
+  EXPECT_EQ(threads["cores"], 11);
+  EXPECT_EQ(threads["blas_threading"], blas_threading_name(BlasThreading::kOpenMP));
+  EXPECT_EQ(threads["blas_threads"], 1);
+  EXPECT_EQ(threads["blas_pinned"], true);
+  EXPECT_EQ(threads["blas_pin_failed"], false);
+  const auto& blas = j["blas"];
+  EXPECT_EQ(blas["vendor"], "OpenBLAS");
+  EXPECT_EQ(blas["library_path"], "/lib/libblas.so.3");
+  EXPECT_EQ(blas["core_path"], "/lib/libopenblas.so.0");
+  EXPECT_EQ(blas["kernel"], "Haswell");
+  EXPECT_EQ(blas["threads"], 1);
+  EXPECT_EQ(blas["is_reference"], false);
+  const auto& cuda = j["cuda"];
+  EXPECT_EQ(cuda["compiled"], true);
+  EXPECT_EQ(cuda["usable"], true);
+  EXPECT_EQ(cuda["driver_version"], "13.0");
+  EXPECT_EQ(cuda["runtime_version"], "12.9");
+  EXPECT_EQ(cuda["cudnn_usable"], true);
+  EXPECT_EQ(cuda["cudnn_version"], "91002");
+  ASSERT_EQ(cuda["devices"].size(), 1u);
+  const auto& device = cuda["devices"][0];
+  EXPECT_EQ(device["device"], "cuda:2");
+  EXPECT_EQ(device["name"], "Fixture GPU");
+  EXPECT_EQ(device["compute_capability"], "9.1");
+  EXPECT_EQ(device["multiprocessors"], 132);
+  EXPECT_EQ(device["total_memory_bytes"], 150000000000);
+  EXPECT_EQ(device["l2_cache_bytes"], 52428800);
+  EXPECT_NE(inventory_text(inv).find("3 intra-op, 5 inter-op"), std::string::npos) << inventory_text(inv);
 }
 
 TEST(Inventory, TellsTheCpusIsaApartFromLibTorchsKernelLevel) {

@@ -388,6 +388,37 @@ TEST(DataParallel, ExplainsWhyItCannotRunHere) {
 // A data_parallel run over two GPUs, as `dist dataparallel` writes it (train_json; the step figures are made
 // up, no GPU runs here), read back: filed under its devices "cuda:0,cuda:1" and their names, not under the
 // CPU. tests/fixtures/report/dist_dataparallel.json is this file, for the LibTorch-free reader's tests.
+// A distributed run's figures from what the ranks measured, by hand: the slowest rank's step gives the global rate;
+// the all-reduce is what the rank that arrives last sees (the smallest median: the others also waited for it), so
+// its share and bus bandwidth are the communication's, not the load imbalance's.
+TEST(DistTrain, FiguresComeFromTheSlowestStepAndTheLastRanksAllReduce) {
+  dist::DistTrainResult r;
+  r.world_size = 4;
+  r.batch_per_rank = 64;
+  r.rank_ms_per_step = {10.0, 12.0, 11.0, 10.5};
+  r.single_ms_per_step = 8.0;
+  r.gradient_bytes = 4'000'000;
+  dist::finish_train_result(r, {3.0, 1.0, 5.0, 2.0});
+  EXPECT_DOUBLE_EQ(r.global_images_per_s, 4 * 64 / 0.012);
+  EXPECT_DOUBLE_EQ(r.single_images_per_s, 64 / 0.008);
+  EXPECT_DOUBLE_EQ(r.scaling_efficiency, (4 * 64 / 0.012) / (4 * 64 / 0.008));
+  EXPECT_DOUBLE_EQ(r.all_reduce_ms_per_step, 1.0) << "the last rank to arrive waits least";
+  EXPECT_DOUBLE_EQ(r.all_reduce_share, 1.0 / 12.0);
+  EXPECT_DOUBLE_EQ(r.busbw_gbps, 4e6 / 1e-3 / 1e9 * 2.0 * 3.0 / 4.0);  // nccl-tests' 2(n-1)/n
+  dist::AllReduceRow row;
+  row.bytes = 1 << 20;
+  row.median_us = 100.0;
+  dist::finish_all_reduce_row(row, 8);
+  EXPECT_DOUBLE_EQ(row.algbw_gbps, (1 << 20) / 1e-4 / 1e9);
+  EXPECT_DOUBLE_EQ(row.busbw_gbps, row.algbw_gbps * 2.0 * 7.0 / 8.0);
+  dist::DistTrainResult one = r;  // data_parallel: one process, no all-reduce of its own
+  one.all_reduce_share = one.busbw_gbps = 0.0;
+  dist::finish_train_result(one, {});
+  EXPECT_EQ(one.all_reduce_ms_per_step, 0.0);
+  EXPECT_EQ(one.all_reduce_share, 0.0);
+  EXPECT_EQ(one.busbw_gbps, 0.0);
+}
+
 TEST(DataParallel, ResultsAreFiledUnderTheirGpus) {
   dist::DistTrainResult r;
   r.model = "net";

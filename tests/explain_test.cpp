@@ -185,6 +185,45 @@ TEST(Explain, ConfidenceIsCertainLikelyOrWithheldNextToAnotherCause) {
       "out_of_memory_cpu certain");
 }
 
+// Every other cause the classifier knows to stand beside a status code that usually means memory ran out, each in
+// its real words: with any of them the status code is not called an out-of-memory, on either side of it; without
+// one, each status code is a likely one.
+TEST(Explain, EveryOtherCauseBesideAMemoryStatusCodeWithholdsTheOutOfMemory) {
+  const char* const statuses[] = {
+      "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+      "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
+      "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+      "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR",
+      "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+      "RuntimeError: Unable to find a valid cuDNN algorithm to run convolution",
+  };
+  const char* const causes[] = {
+      "RuntimeError: CUDA error: device-side assert triggered",
+      "/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
+      "thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+      "RuntimeError: CUDA error: an illegal memory access was encountered",
+      "RuntimeError: CUDA error: unspecified launch failure",
+      "RuntimeError: CUDA error: misaligned address",
+      "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 5, 0) but found runtime version "
+      "(8, 4, 1).",
+      "This error may appear if you passed in a non-contiguous input.",
+      "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, k, "
+      "&alpha, a, lda, b, ldb, &beta, c, ldc)`",
+      "RuntimeError: cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version",
+  };
+  for (const char* status : statuses) {
+    const Diagnosis alone = explain_error(status);
+    EXPECT_EQ(kind_name(alone.kind) + " " + alone.confidence, "out_of_memory_gpu likely") << status;
+    for (const char* cause : causes) {
+      for (const std::string& text : {std::string(cause) + "\n" + status, std::string(status) + "\n" + cause}) {
+        const Diagnosis d = explain_error(text);
+        EXPECT_NE(kind_name(d.kind), "out_of_memory_gpu") << text;
+        EXPECT_NE(kind_name(d.kind), "out_of_memory_cpu") << text;
+      }
+    }
+  }
+}
+
 TEST(Explain, SaysWhichArgumentIsWhereAndHowToFixIt) {
   const Diagnosis d = explain_error(kCases[1].text);
   EXPECT_NE(d.explanation.find("`weight` is on cpu while the other tensors are on cuda:0"), std::string::npos)
@@ -483,341 +522,4 @@ TEST(Explain, EachOutOfMemoryLibraryIsNamedExplainedAndFixedAsItself) {
       }
     }
   }
-}
-
-// A line of `size` bytes: an error, then an args=(...) dump as long logs have after it.
-std::string long_line(std::size_t size) {
-  std::string line =
-      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
-      "cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm) args=(";
-  while (line.size() < size) line += "tensor([[0.1, 0.2], [0.3, 0.4]], device='cuda:0'), ";
-  return line + ")";
-}
-
-TEST(ExplainRobustness, AOneMegabyteLineClassifiesAndItsMessageIsShortened) {
-  const Diagnosis d = explain_error(long_line(std::size_t{1} << 20));
-  EXPECT_EQ(kind_name(d.kind), "device_mismatch");
-  EXPECT_EQ(d.devices.front(), "cuda:0");
-  EXPECT_EQ(d.argument.value_or(""), "mat1");
-  EXPECT_LT(d.message.size(), 4096u);
-  EXPECT_NE(d.message.find("more bytes]"), std::string::npos);
-  // One 1 MB line without any error word, and one of a single repeated character.
-  EXPECT_EQ(kind_name(explain_error(std::string(std::size_t{1} << 20, '(')).kind), "unknown");
-  EXPECT_EQ(kind_name(explain_error(std::string(std::size_t{1} << 20, 'a') + " CUDA out of memory").kind),
-            "out_of_memory_gpu");
-}
-
-// Devices are looked for in a message's first 4 KB, cut at a blank, in at most 256 matches: each search may read
-// to the end of the text, and 32 000 ".a" in one message (found by fuzz_explain) made that quadratic. A device
-// whose name ends at byte 4096 is found; one a byte further is not; nor one after 256 other matches.
-TEST(ExplainRobustness, DevicesAreLookedForInTheMessagesFirstFourKilobytes) {
-  const std::string head =
-      "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! ";
-  // The message (what follows "RuntimeError: ") with "cuda:1" ending at byte `end`, a blank on each side.
-  const auto ending_at = [&](std::size_t end) {
-    std::string message = head + std::string(end - 7 - head.size(), 'x') + " cuda:1";
-    EXPECT_EQ(message.size(), end);
-    return explain_error("RuntimeError: " + message + " " + std::string(1000, 'y'));
-  };
-  const std::vector<std::string> three{"cuda:0", "cpu", "cuda:1"}, two{"cuda:0", "cpu"};
-  EXPECT_EQ(ending_at(4095).devices, three);
-  EXPECT_EQ(ending_at(4096).devices, three);
-  const Diagnosis beyond = ending_at(4097);
-  EXPECT_EQ(kind_name(beyond.kind), "device_mismatch");
-  EXPECT_EQ(beyond.devices, two);
-  // head names two devices in two matches; each " .a" is one more match.
-  const auto after_dots = [&](int dots) {
-    std::string message = head;
-    for (int i = 0; i < dots; ++i) message += " .a";
-    return explain_error("RuntimeError: " + message + " cuda:1");
-  };
-  EXPECT_EQ(after_dots(253).devices, three);  // cuda:1 is the 256th match
-  EXPECT_EQ(after_dots(254).devices, two);    // the 257th
-}
-
-// A state_dict report's paragraphs (blank lines between) stay one entry also when "state_dict" is first named on a
-// wrapped line: whether the entry names it is kept as lines join, not searched for again at each line.
-TEST(Explain, AStateDictNamedOnAWrappedLineKeepsItsKeyParagraphs) {
-  const Diagnosis d = explain_error(
-      "RuntimeError: Error(s) in loading the checkpoint saved at epoch 12 into the model's\n"
-      "state_dict for ResNet:\n"
-      "\n"
-      "\tMissing key(s) in state_dict: \"conv1.weight\", \"bn1.weight\".\n"
-      "\n"
-      "\tUnexpected key(s) in state_dict: \"module.conv1.weight\", \"module.bn1.weight\".\n");
-  EXPECT_EQ(kind_name(d.kind), "state_dict_prefix");
-  EXPECT_EQ(d.message.rfind("Error(s) in loading the checkpoint saved at epoch 12 into the model's state_dict for "
-                            "ResNet: Missing key(s) in state_dict:",
-                            0),
-            0u)
-      << d.message;
-  EXPECT_NE(d.message.find("Unexpected key(s) in state_dict: \"module.conv1.weight\""), std::string::npos) << d.message;
-}
-
-TEST(ExplainRobustness, AFiftyMegabyteLogIsReadToItsEnd) {
-  std::string log;
-  log.reserve(std::size_t{51} << 20);
-  const std::string step = "2024-05-01 12:00:00,000 INFO train.py:88] epoch 3 step 1200 loss 0.4312 lr 1.0e-04\n";
-  while (log.size() < (std::size_t{50} << 20)) log += step;
-  log +=
-      "Traceback (most recent call last):\n  File \"train.py\", line 90, in <module>\n    loss.backward()\n"
-      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB "
-      "of which 1.06 GiB is free.\n";
-  const Diagnosis d = explain_error(log);
-  EXPECT_EQ(kind_name(d.kind), "out_of_memory_gpu");
-  EXPECT_EQ(d.memory.requested, std::int64_t{2} << 30);
-  std::istringstream in(log);
-  const LogScan scan = scan_log(in);
-  ASSERT_EQ(scan.findings.size(), 1u);
-  EXPECT_EQ(scan.findings[0].line, scan.lines);
-  EXPECT_EQ(kind_name(scan.findings[0].diagnosis.kind), "out_of_memory_gpu");
-}
-
-TEST(ExplainRobustness, BinaryInputInvalidUtf8AndNulBytesGiveValidJson) {
-  std::string binary;
-  for (int i = 0; i < 1 << 16; ++i) binary += static_cast<char>((i * 7919) & 0xFF);
-  const std::string invalid = std::string(
-                                  "RuntimeError: Expected all tensors to be on the same device, but found at "
-                                  "least two devices, cuda:0 and cpu! \xff\xfe\xc3\x28 ") +
-                              std::string("\0\0\x80", 3) + "\n" + binary;
-  for (const std::string& text : {binary, invalid, std::string(1000, '\0'), std::string("\xe2\x82", 2)}) {
-    const Diagnosis d = explain_error(text);
-    nlohmann::json j;
-    ASSERT_NO_THROW(j = nlohmann::json::parse(diagnosis_json(d)));
-    EXPECT_TRUE(j.at("message").is_string());
-    std::istringstream in(text);
-    nlohmann::json scanned;
-    ASSERT_NO_THROW(scanned = nlohmann::json::parse(log_scan_json(scan_log(in))));
-    EXPECT_TRUE(scanned.is_array() || scanned.is_object());
-  }
-  const Diagnosis d = explain_error(invalid);
-  EXPECT_EQ(kind_name(d.kind), "device_mismatch");
-  const auto j = nlohmann::json::parse(diagnosis_json(d));
-  EXPECT_NE(j.at("message").get<std::string>().find("\xef\xbf\xbd"), std::string::npos)
-      << "invalid bytes become U+FFFD";
-}
-
-TEST(ExplainLog, ListsEachDistinctErrorWithItsFirstLineAndCount) {
-  std::istringstream log(
-      "epoch 1 step 10 loss 2.30\n"
-      "[rank1]: Traceback (most recent call last):\n"
-      "[rank1]:   File \"train.py\", line 42, in <module>\n"
-      "[rank1]:     out = model(x)\n"
-      "[rank1]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 "
-      "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)\n"
-      "[rank0]: RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)\n"
-      "[rank1]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 "
-      "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)\n"
-      "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n"
-      "AttributeError: 'list' object has no attribute 'cuda'\n");
-  const LogScan scan = scan_log(log);
-  EXPECT_EQ(scan.lines, 9u);
-  ASSERT_EQ(scan.findings.size(), 3u) << log_scan_text(scan);
-  EXPECT_EQ(kind_name(scan.findings[0].diagnosis.kind), "device_mismatch");
-  EXPECT_EQ(scan.findings[0].line, 5u);
-  EXPECT_EQ(scan.findings[0].count, 2u);
-  EXPECT_EQ(scan.findings[0].diagnosis.devices, (std::vector<std::string>{"cuda:1", "cpu"}));
-  EXPECT_EQ(kind_name(scan.findings[1].diagnosis.kind), "out_of_memory_gpu");
-  EXPECT_EQ(scan.findings[1].line, 6u);
-  EXPECT_EQ(scan.findings[1].count, 1u);
-  EXPECT_EQ(kind_name(scan.findings[2].diagnosis.kind), "not_a_tensor");
-  EXPECT_EQ(scan.findings[2].line, 9u);
-  const std::string text = log_scan_text(scan);
-  EXPECT_NE(text.find("3 distinct errors in 9 lines"), std::string::npos) << text;
-  EXPECT_NE(text.find("line 5, 2 times:"), std::string::npos) << text;
-  EXPECT_EQ(scan.error_lines, 4u);
-  EXPECT_FALSE(scan.listing_stopped);
-  const auto j = nlohmann::json::parse(log_scan_json(scan));
-  EXPECT_EQ(j.at("lines"), 9);
-  EXPECT_EQ(j.at("error_lines"), 4);
-  EXPECT_EQ(j.at("distinct_errors"), 3);
-  EXPECT_TRUE(j.at("listing_stopped_at").is_null());
-  const auto& errors = j.at("errors");
-  ASSERT_TRUE(errors.is_array());
-  EXPECT_EQ(errors[0].at("line"), 5);
-  EXPECT_EQ(errors[0].at("count"), 2);
-  EXPECT_EQ(errors[1].at("kind"), "out_of_memory_gpu");
-  std::istringstream quiet("epoch 1 step 10 loss 2.30\n");
-  EXPECT_EQ(log_scan_text(scan_log(quiet)), "no device or memory error torchprobe recognises in 1 lines\n");
-}
-
-// Past kMaxLogFindings distinct errors the listing stops, says so, and every line and error is still counted.
-TEST(ExplainLog, CountsEveryErrorAfterItStopsListing) {
-  constexpr std::size_t kDistinct = kMaxLogFindings + 500;
-  std::string log = "epoch 1 step 10 loss 2.30\n";
-  for (std::size_t i = 1; i <= kDistinct; ++i) {
-    log += "RuntimeError: CUDA out of memory. Tried to allocate " + std::to_string(i) + ".00 MiB\n";
-  }
-  log += "RuntimeError: CUDA out of memory. Tried to allocate 1.00 MiB\n";  // the first, after the stop: still counted
-  std::istringstream in(log);
-  const LogScan scan = scan_log(in);
-  EXPECT_EQ(scan.lines, kDistinct + 2);
-  ASSERT_EQ(scan.findings.size(), kMaxLogFindings);
-  EXPECT_TRUE(scan.listing_stopped);
-  EXPECT_EQ(scan.error_lines, kDistinct + 1);
-  EXPECT_EQ(scan.unlisted_error_lines, 500u);
-  EXPECT_EQ(scan.findings[0].count, 2u);
-  EXPECT_EQ(scan.findings.back().line, kMaxLogFindings + 1);
-  const std::string text = log_scan_text(scan);
-  EXPECT_EQ(text.substr(0, text.find('\n')),
-            "stopped listing at 1000 distinct errors: 1501 error lines in 1502 lines, 500 of them not listed:");
-  const auto j = nlohmann::json::parse(log_scan_json(scan));
-  EXPECT_EQ(j.at("lines"), kDistinct + 2);
-  EXPECT_EQ(j.at("error_lines"), kDistinct + 1);
-  EXPECT_EQ(j.at("distinct_errors"), kMaxLogFindings);
-  EXPECT_EQ(j.at("listing_stopped_at"), kMaxLogFindings);
-  EXPECT_EQ(j.at("unlisted_error_lines"), 500);
-  EXPECT_EQ(j.at("errors").size(), kMaxLogFindings);
-
-  // Exactly as many distinct errors as may be listed: nothing left out, nothing said.
-  std::istringstream three(
-      "RuntimeError: CUDA out of memory. Tried to allocate 1.00 MiB\n"
-      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB\n"
-      "RuntimeError: CUDA out of memory. Tried to allocate 1.00 MiB\n");
-  const LogScan all = scan_log(three, /*max_findings=*/2);
-  EXPECT_FALSE(all.listing_stopped);
-  EXPECT_EQ(all.error_lines, 3u);
-  EXPECT_EQ(log_scan_text(all).substr(0, 27), "2 distinct errors in 3 line");
-}
-
-// LibTorch 2.x's out-of-memory message as a real run printed it.
-const char* const kOomOfLibTorch2 =
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB "
-    "of "
-    "which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.18 GiB memory in use. Of the allocated "
-    "memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but unallocated. If reserved but "
-    "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
-
-TEST(OomMessages, NumbersOfLibTorch2AndOneThirteenAndTheCpu) {
-  const auto v2 = dx::parse_oom(kOomOfLibTorch2);
-  const std::int64_t mib = 1024 * 1024, gib = 1024 * mib;
-  EXPECT_EQ(*v2.requested, 20 * mib);
-  EXPECT_EQ(*v2.total, std::llround(79.19 * static_cast<double>(gib)));
-  EXPECT_EQ(*v2.free, std::llround(3.06 * static_cast<double>(mib)));
-  EXPECT_EQ(*v2.allocated, std::llround(76.5 * static_cast<double>(gib)));
-  EXPECT_EQ(*v2.reserved, std::llround(76.5 * static_cast<double>(gib)) + std::llround(2.1 * static_cast<double>(gib)));
-  EXPECT_TRUE(dx::looks_fragmented(v2));  // 2.1 GiB cached-but-unused >= 20 MiB asked
-
-  const auto v1 = dx::parse_oom(
-      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.35 GiB "
-      "already "
-      "allocated; 1.19 GiB free; 13.10 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try "
-      "setting max_split_size_mb to avoid fragmentation.");
-  EXPECT_EQ(*v1.requested, 2 * gib);
-  EXPECT_EQ(*v1.free, std::llround(1.19 * static_cast<double>(gib)));
-  EXPECT_EQ(*v1.reserved, std::llround(13.10 * static_cast<double>(gib)));
-  EXPECT_FALSE(dx::looks_fragmented(v1));  // 0.75 GiB cached < 2 GiB asked: really too big
-
-  const auto cpu =
-      dx::parse_oom("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes.");
-  EXPECT_EQ(*cpu.requested, 1099511627776LL);
-  EXPECT_FALSE(cpu.total.has_value());
-}
-
-// Found by fuzz.oom in CI: two sizes whose sum is past 2^63 - 1 bytes overflowed (undefined behaviour) when the
-// reserved figure was added up; the parser keeps each size and gives no reserved figure.
-// LibTorch 1.13's wording ("already allocated", "reserved in total") gives the fragmentation verdict as 2.x's does;
-// the verdict's rule is "cached but unused >= the request", equality included.
-TEST(OomMessages, FragmentationInEitherWordingAndAtItsEdge) {
-  const std::int64_t mib = 1024 * 1024, gib = 1024 * mib;
-  const auto v1 = dx::explain_error(
-      "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 12.00 GiB "
-      "already allocated; 10.00 MiB free; 13.00 GiB reserved in total by PyTorch)");
-  ASSERT_TRUE(v1.memory.allocated.has_value());
-  EXPECT_EQ(*v1.memory.allocated, 12 * gib);
-  EXPECT_EQ(*v1.memory.reserved, 13 * gib);
-  EXPECT_NE(v1.explanation.find("Verdict: fragmentation"), std::string::npos) << v1.explanation;
-  const auto at_edge = dx::parse_oom(
-      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is "
-      "free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 2.00 GiB is reserved by PyTorch but "
-      "unallocated.");
-  EXPECT_TRUE(dx::looks_fragmented(at_edge));
-  const auto below = dx::parse_oom(
-      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is "
-      "free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 1.99 GiB is reserved by PyTorch but "
-      "unallocated.");
-  EXPECT_FALSE(dx::looks_fragmented(below));
-}
-
-// The host's memory gets the host's verdict, never the device's; a "likely" kind says so where it is printed.
-TEST(OomMessages, TheHostsVerdictAndTheLikelyOnesSaySo) {
-  const auto cpu = dx::explain_error(
-      "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes.");
-  EXPECT_EQ(cpu.kind, dx::ErrorKind::kOutOfMemoryCpu);
-  EXPECT_NE(cpu.explanation.find("Verdict: the host (or the process's memory limit) could not supply the bytes"),
-            std::string::npos)
-      << cpu.explanation;
-  EXPECT_EQ(cpu.explanation.find("larger than the device"), std::string::npos) << cpu.explanation;
-  EXPECT_EQ(dx::diagnosis_text(cpu).rfind("kind:        out_of_memory_cpu\n", 0), 0u) << dx::diagnosis_text(cpu);
-
-  const auto cublas =
-      dx::explain_error("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`");
-  EXPECT_EQ(cublas.confidence, "likely");
-  EXPECT_EQ(dx::diagnosis_text(cublas).rfind("kind:        out_of_memory_gpu (likely)\n", 0), 0u)
-      << dx::diagnosis_text(cublas);
-  EXPECT_EQ(cublas.explanation.rfind("Likely out of memory", 0), 0u) << cublas.explanation;
-  const auto certain =
-      dx::explain_error("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB");
-  EXPECT_EQ(certain.confidence, "certain");
-  EXPECT_EQ(dx::diagnosis_text(certain).rfind("kind:        out_of_memory_gpu\n", 0), 0u)
-      << dx::diagnosis_text(certain);
-  EXPECT_EQ(certain.explanation.find("Likely"), std::string::npos) << certain.explanation;
-}
-
-TEST(OomMessages, SizesNearTwoToTheSixtyThreeDoNotOverflow) {
-  const auto facts = dx::parse_oom(
-      "Of the allocated memory 4611686018427387904 B is allocated by PyTorch, and "
-      "4611686018427387904 B is reserved by PyTorch but unallocated.");
-  EXPECT_EQ(*facts.allocated, std::int64_t{1} << 62);
-  EXPECT_FALSE(facts.reserved.has_value());
-  const auto fits = dx::parse_oom(
-      "Of the allocated memory 4611686018427387904 B is allocated by PyTorch, and "
-      "4611686018427387903 B is reserved by PyTorch but unallocated.");
-  EXPECT_EQ(*fits.reserved, std::numeric_limits<std::int64_t>::max());
-  EXPECT_FALSE(dx::explain_oom_facts(facts, /*gpu=*/true).empty());
-}
-
-TEST(OomMessages, ExplainGivesTheNumbersAndTheVerdict) {
-  const auto fragmented = dx::explain_error(
-      "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is "
-      "free. "
-      "Of the allocated memory 76.50 GiB is allocated by PyTorch, and 2.10 GiB is reserved by PyTorch but "
-      "unallocated.");
-  EXPECT_EQ(fragmented.kind, dx::ErrorKind::kOutOfMemoryGpu);
-  EXPECT_NE(fragmented.explanation.find("It asked for 20.0 MiB"), std::string::npos) << fragmented.explanation;
-  EXPECT_NE(fragmented.explanation.find("2.10 GiB cached but unused"), std::string::npos) << fragmented.explanation;
-  EXPECT_NE(fragmented.explanation.find("Verdict: fragmentation"), std::string::npos);
-  EXPECT_NE(fragmented.explanation.find("expandable_segments:True"), std::string::npos);
-  const std::string json = dx::diagnosis_json(fragmented);
-  EXPECT_NE(json.find("\"requested_bytes\": 20971520"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"fragmentation\": true"), std::string::npos);
-
-  const auto too_big = dx::explain_error(
-      "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.35 GiB already allocated; "
-      "1.19 "
-      "GiB free; 13.10 GiB reserved in total by PyTorch)");
-  EXPECT_NE(too_big.explanation.find("Verdict: the working set is larger than the device"), std::string::npos)
-      << too_big.explanation;
-}
-
-// "Outside PyTorch's allocator" is what the process has in use less what the caching allocator reserved (not less
-// what live tensors hold): 79.18 GiB in use, 78.60 GiB reserved (76.50 allocated + 2.10 unallocated) leaves 593.9 MiB.
-// Only strictly more in use than reserved is said: equal, nothing; one byte more, one byte.
-TEST(OomMessages, MemoryOutsideTheAllocatorIsInUseLessReserved) {
-  const auto full = dx::explain_error(kOomOfLibTorch2);
-  EXPECT_NE(full.explanation.find("; 593.9 MiB of this process's memory is outside PyTorch's allocator"),
-            std::string::npos)
-      << full.explanation;
-  const auto in_use = [](int bytes) {
-    return dx::explain_oom_facts(
-        dx::parse_oom(fmt::format("CUDA out of memory. Tried to allocate 4096 B. Including non-PyTorch memory, this "
-                                  "process has {} B memory in use. Of the allocated memory 1024 B is allocated by "
-                                  "PyTorch, and 2048 B is reserved by PyTorch but unallocated.",
-                                  bytes)),
-        /*gpu=*/true);
-  };
-  EXPECT_EQ(in_use(3072).find("outside PyTorch's allocator"), std::string::npos) << in_use(3072);
-  EXPECT_EQ(in_use(3071).find("outside PyTorch's allocator"), std::string::npos) << in_use(3071);
-  EXPECT_NE(in_use(3073).find("; 1 B of this process's memory is outside PyTorch's allocator"), std::string::npos)
-      << in_use(3073);
 }

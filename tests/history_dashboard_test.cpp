@@ -44,6 +44,25 @@ TEST(HistoryDashboard, OneChartPerSeriesChangePointsMarkedNothingFromTheNetwork)
   EXPECT_FALSE(std::regex_search(html, std::regex(R"(>[0-9.]+e[-+][0-9]+<)"))) << "a number in scientific notation";
 }
 
+// docs/history.md: a change point's line and label are red when slower, green when faster.
+TEST(HistoryDashboard, ASlowdownIsDrawnRedAndASpeedUpGreen) {
+  TempDir dir("torchprobe-history");
+  history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+  std::vector<double> values = step_values(45, 15, 5.0, 5.75);
+  std::fill(values.begin() + 30, values.end(), 5.0);
+  add_series(store, values);
+  const std::string html = history::dashboard_html(analyze_stored(store), store.latest_runs({}), {});
+  const auto drawn = [&](const std::string& commit, const std::string& colour) {
+    const std::regex drawing("class=\"change-point\" data-commit=\"" + commit + "\"[^>]*stroke=\"" + colour +
+                             "\"[^>]*/><text [^>]*fill=\"" + colour + "\">" + commit + " ");
+    return std::regex_search(html, drawing);
+  };
+  EXPECT_TRUE(drawn("c0015", "#d62728")) << "the slowdown, red";
+  EXPECT_TRUE(drawn("c0030", "#2ca02c")) << "the speed-up, green";
+  EXPECT_FALSE(drawn("c0015", "#2ca02c"));
+  EXPECT_FALSE(drawn("c0030", "#d62728"));
+}
+
 // A device without a price has no costs ("-"), never a cost of 0 as if it were free.
 TEST(HistoryDashboard, AnUnpricedDeviceHasNoCosts) {
   TempDir dir("torchprobe-history");

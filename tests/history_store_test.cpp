@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "history_test_util.h"
@@ -37,6 +38,52 @@ void exec_sql(const std::string& path, const std::string& sql) {
 }  // namespace
 
 // ---- the store ----
+
+// Every field of a run's context comes back from the database as it was read from the file; the document sets every
+// one (trust warnings, run status, devices), so a field the store leaves out on either side fails here.
+TEST(HistoryStore, EveryContextFieldComesBackAsStored) {
+  std::string text = torchprobe::io::read_text_file(kFixtures + "/trust.json");
+  const std::string opening = "\"context\": {";
+  ASSERT_NE(text.find(opening), std::string::npos);
+  text.insert(text.find(opening) + opening.size(), "\n    \"torchprobe_run\": \"complete (2 of 2 benchmarks)\",");
+  const auto original = torchprobe::report::parse_results(text, "trust.json").contexts.at(0);
+  TempDir dir("torchprobe-history");
+  {
+    history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
+    store.add_documents({{"trust.json", text}}, labels("abc1234"));
+  }
+  const history::Store store(dir.file("h.sqlite"), history::Store::Mode::kExisting);
+  const auto contexts = store.latest_runs({}).contexts;
+  ASSERT_EQ(contexts.size(), 1u);
+  const auto& back = contexts[0];
+  const std::pair<const char*, std::string torchprobe::report::RunContext::*> fields[] = {
+      {"source", &torchprobe::report::RunContext::source},
+      {"host", &torchprobe::report::RunContext::host},
+      {"date", &torchprobe::report::RunContext::date},
+      {"executable", &torchprobe::report::RunContext::executable},
+      {"build_type", &torchprobe::report::RunContext::build_type},
+      {"torchprobe_version", &torchprobe::report::RunContext::torchprobe_version},
+      {"libtorch_version", &torchprobe::report::RunContext::libtorch_version},
+      {"threads", &torchprobe::report::RunContext::threads},
+      {"blas", &torchprobe::report::RunContext::blas},
+      {"data", &torchprobe::report::RunContext::data},
+      {"run_status", &torchprobe::report::RunContext::run_status},
+  };
+  for (const auto& [name, field] : fields) {
+    EXPECT_FALSE((original.*field).empty()) << name << ": the document should set it";
+    EXPECT_EQ(back.*field, original.*field) << name;
+  }
+  EXPECT_EQ(back.num_cpus, original.num_cpus);
+  ASSERT_EQ(original.trust_warnings.size(), 2u);
+  EXPECT_EQ(back.trust_warnings, original.trust_warnings);
+  ASSERT_FALSE(original.devices.empty());
+  ASSERT_EQ(back.devices.size(), original.devices.size());
+  for (size_t d = 0; d < back.devices.size(); ++d) {
+    EXPECT_EQ(back.devices[d].id, original.devices[d].id);
+    EXPECT_EQ(back.devices[d].name, original.devices[d].name);
+    EXPECT_EQ(back.devices[d].details, original.devices[d].details);
+  }
+}
 
 TEST(HistoryStore, RoundTripKeepsEveryRepetitionCounterAndTheContext) {
   TempDir dir("torchprobe-history");

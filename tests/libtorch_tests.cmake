@@ -3,7 +3,7 @@
 
 torchprobe_test(cifar10_test)
 torchprobe_test(batcher_test)
-torchprobe_test(device_test)
+torchprobe_test(device_test LIBS nlohmann_json::nlohmann_json)
 # It counts the process's busy threads: alone on the machine, so another test's load cannot hide a third.
 torchprobe_test(blas_test PROPERTIES RUN_SERIAL TRUE)
 torchprobe_test(measure_test)
@@ -127,6 +127,9 @@ torchprobe_cli_error(cli.bench_empty_batch_item "rc=2.*torchprobe: error: --batc
   ${bench_exe} --batch-sizes 4,,4 --benchmark_list_tests)
 torchprobe_cli_error(cli.bench_duplicate_batch "rc=2.*torchprobe: error: --batch-sizes: '4' is listed twice"
   ${bench_exe} --batch-sizes 4,4 --benchmark_list_tests)
+# A list CLI11 splits itself says its flag and the list as every other list flag does (CLI11 drops empty items).
+torchprobe_cli_error(cli.bench_duplicate_dtype "rc=2.*torchprobe: error: --dtypes: 'bf16' is listed twice in 'bf16,fp32,bf16'"
+  ${bench_exe} --dtypes bf16,fp32,bf16 --benchmark_list_tests)
 torchprobe_cli_error(cli.bench_unknown_model_at_list_time "rc=2.*torchprobe: error: --models: unknown model 'nosuch' \\(known: net, resnet18\\)"
   ${bench_exe} --models nosuch --benchmark_list_tests)
 torchprobe_cli_error(cli.bench_zero_threads "rc=2.*torchprobe: error: --threads: Value 0 not in range 1 to 1024\n"
@@ -192,10 +195,13 @@ set_tests_properties(cli.bench_profile_mode PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "profile mode: 10 steps.*\"iterations\": 10,"
   FAIL_REGULAR_EXPRESSION "forward_ms;error_message")
 
-add_test(NAME cli.bench_list COMMAND torchprobe-bench --devices cpu --models net,resnet18 --batch-sizes 4,64
-  --benchmark_list_tests=true)
-set_tests_properties(cli.bench_list PROPERTIES LABELS cli ENVIRONMENT TORCHPROBE_CPU_BF16=native PASS_REGULAR_EXPRESSION
-  "train_step/net/cpu/batch:4/dtype:fp32/layout:nchw/manual_time\ntrain_step/net/cpu/batch:64/dtype:fp32/layout:nchw/manual_time\ntrain_step/net/cpu/batch:64/dtype:bf16/layout:cl/manual_time\ntrain_step/resnet18/cpu/batch:4/dtype:fp32/layout:nchw/manual_time\ntrain_step/resnet18/cpu/batch:64/dtype:fp32/layout:nchw/manual_time\ntrain_step/resnet18/cpu/batch:64/dtype:bf16/layout:cl/manual_time\ndata/parse_cifar10/images:50000/manual_time\ndata/assemble_batch/batch:256/manual_time")
+# The quick plan's whole list of names, as a golden file (tests/fixtures/cli/bench_list.txt): every suite in its
+# order, every training axis in the table's order.
+add_test(NAME cli.bench_list COMMAND ${CMAKE_COMMAND} -DEXPECT_RC=0
+  -DEXPECT_STDOUT_FILE=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/cli/bench_list.txt
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_expect_rc.cmake ${CMAKE_COMMAND} -E env TORCHPROBE_CPU_BF16=native
+  $<TARGET_FILE:torchprobe-bench> --devices cpu --models net,resnet18 --batch-sizes 4,64 --benchmark_list_tests=true)
+set_tests_properties(cli.bench_list PROPERTIES LABELS cli)
 # On a CPU without bf16 instructions (Zen 3, Ice Lake) the quick plan leaves the CPU's bf16 variant out, and says so.
 add_test(NAME cli.bench_list_emulated_bf16 COMMAND torchprobe-bench --devices cpu --models net,resnet18 --batch-sizes 4,64
   --benchmark_list_tests=true)

@@ -38,8 +38,10 @@ class FakeTimeline final : public backend::Timeline {
 };
 
 measure::Clock fake_clock(const std::shared_ptr<FakeTime>& time) {
-  return {[time] { return std::make_unique<FakeTimeline>(time); }, [time] { ++time->waits; },
-          [time] { return time->now_ms / 1e3; }};
+  return {[time] { return std::make_unique<FakeTimeline>(time); },
+          [time] { ++time->waits; },
+          [time] { return time->now_ms / 1e3; },
+          {}};
 }
 
 }  // namespace
@@ -71,7 +73,9 @@ TEST(Measure, WarmUpOnAnAsynchronousDeviceLastsTheDevicesTimeNotTheLaunchQueues)
   int calls = 0;
   auto unused = std::make_shared<FakeTime>();
   measure::Clock clock{[unused] { return std::make_unique<FakeTimeline>(unused); },
-                       [&] { host_ms = std::max(host_ms, device_done_ms); }, [&] { return host_ms / 1e3; }};
+                       [&] { host_ms = std::max(host_ms, device_done_ms); },
+                       [&] { return host_ms / 1e3; },
+                       {}};
   measure::Policy policy;
   policy.warmup_s = 0.2;
   policy.min_warmup_calls = 3;
@@ -223,6 +227,28 @@ TEST(Measure, SteadyWorkStopsAtTheMinimumCountOrTime) {
   EXPECT_DOUBLE_EQ(m.measured_s, 0.02);
   EXPECT_FALSE(m.timed_out);
   EXPECT_EQ(sampler.measure(rule(1.0, 10, 0.1, 5.0)).per_call_ms.size(), 50u) << "0.1 s of 2 ms samples";
+}
+
+// Google Benchmark's CPU column is the sampling thread's CPU time per call, as the wall figure is: over every call of
+// every sample, whatever the calls per sample (4 here, each 0.3 ms of wall time and 0.1 ms of CPU time).
+TEST(Measure, CpuTimeIsPerCallLikeTheWallTime) {
+  auto time = std::make_shared<FakeTime>();
+  double cpu_ms = 0.0;
+  measure::Clock clock = fake_clock(time);
+  clock.cpu_s = [&cpu_ms] { return cpu_ms / 1e3; };
+  measure::Policy policy;
+  policy.warmup_s = 0.0;
+  policy.min_warmup_calls = 0;
+  policy.calls_per_sample = 4;
+  measure::Sampler sampler(policy, clock, [&] {
+    time->now_ms += 0.3;
+    cpu_ms += 0.1;
+  });
+  sampler.calibrate();
+  const auto m = sampler.measure(rule(1.0, 10, 0.0, 5.0));
+  ASSERT_EQ(m.per_call_ms.size(), 10u);
+  EXPECT_DOUBLE_EQ(m.mean_ms, 0.3);
+  EXPECT_NEAR(m.cpu_ms, 0.1, 1e-12) << "per call, not per sample of 4 calls";
 }
 
 TEST(Measure, NoisyWorkSamplesUntilTheMeansNoiseIsUnderTheTarget) {

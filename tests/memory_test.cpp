@@ -1,5 +1,5 @@
 // Memory diagnostics: the largest-batch search, the memory fit, the CPU allocation counter, the real CPU OOM in a
-// child process, and the leak detector. The OOM messages' numbers are read in explain_test (layer 0).
+// child process, and the leak detector. The OOM messages' numbers are read in explain_oom_test (layer 0).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <limits>
+#include <new>
 #include <random>
+#include <stdexcept>
 
 #include "diagnostics/classify.h"
 #include "diagnostics/exception_message.h"
@@ -190,15 +192,37 @@ TEST(CpuAllocationCounter, CountsTensorBytesExactlyAndNests) {
   EXPECT_FLOAT_EQ(plain.sum().item<float>(), 10.0f);
 }
 
+// What the largest-batch search reads as "does not fit": the typed errors, and whatever explain calls an out-of-memory
+// for certain, named by its rule; a status code that only often means one is another fault.
+TEST(MemoryProbe, AnOutOfMemoryIsWhatExplainCallsOneForCertain) {
+  EXPECT_EQ(dx::oom_allocator(std::bad_alloc()), "C++ operator new");
+  EXPECT_EQ(dx::oom_allocator(
+                std::runtime_error("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")),
+            "cuBLAS (handle or workspace)");
+  EXPECT_EQ(dx::oom_allocator(std::runtime_error("cuDNN error: CUDNN_STATUS_ALLOC_FAILED")),
+            "cuDNN (handle or workspace)");
+  EXPECT_EQ(
+      dx::oom_allocator(std::runtime_error("CUDA error: out of memory\nCUDA kernel errors might be asynchronously "
+                                           "reported at some other API call")),
+      "CUDA runtime (context or driver allocation)");
+  EXPECT_EQ(
+      dx::oom_allocator(std::runtime_error("[enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't "
+                                           "allocate memory: you tried to allocate 1073741824 bytes.")),
+      "LibTorch CPU allocator");
+  EXPECT_FALSE(dx::is_out_of_memory(std::runtime_error("cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"))) << "only likely";
+  EXPECT_FALSE(dx::is_out_of_memory(std::runtime_error("CUDA error: an illegal memory access was encountered")));
+  EXPECT_FALSE(dx::is_out_of_memory(std::runtime_error("to avoid out of memory errors, lower the batch size")));
+}
+
 TEST(CpuAllocationCounter, TheRealAllocatorErrorIsAnOutOfMemory) {
   try {
     const torch::Tensor huge = torch::empty({std::int64_t{1} << 50}, torch::kFloat32);  // 4 PiB
     FAIL() << "allocating 4 PiB succeeded";
   } catch (const c10::Error& e) {
-    EXPECT_TRUE(backend::is_out_of_memory(e)) << e.what_without_backtrace();
+    EXPECT_TRUE(dx::is_out_of_memory(e)) << e.what_without_backtrace();
     EXPECT_EQ(dx::explain_error(dx::raw_message(e)).kind, dx::ErrorKind::kOutOfMemoryCpu);
   }
-  EXPECT_FALSE(backend::is_out_of_memory(std::runtime_error("nope")));
+  EXPECT_FALSE(dx::is_out_of_memory(std::runtime_error("nope")));
 }
 
 // The real CPU OOM, in a child process under an address-space limit: the parent survives.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -113,6 +114,33 @@ TEST(OpFormulas, ElementwiseAndCopyCountsInThePlan) {
   }
 }
 
+// Bytes scale with the element size LibTorch stores each dtype in: every bf16, fp16 and tf32 matmul and convolution
+// moves that many bytes per fp32 byte of its fp32 twin (same name but the dtype), on every device the plan has.
+TEST(OpFormulas, EveryDtypeCountsTheBytesOfItsStorage) {
+  ops::OpSelection all;
+  all.all = true;
+  const auto plan = ops::plan_ops({kCpu, kGpu}, all);
+  std::map<std::string, double> fp32_bytes;
+  for (const auto& c : plan) {
+    if (c.dtype == ops::DType::kFp32) fp32_bytes[c.name()] = c.bytes;
+  }
+  std::map<ops::DType, int> checked;
+  for (const auto& c : plan) {
+    if ((c.op != "matmul" && c.op != "conv2d") || c.dtype == ops::DType::kFp32) continue;
+    std::string twin = c.name();
+    const std::string suffix = "/dtype:" + ops::dtype_name(c.dtype);
+    ASSERT_EQ(twin.substr(twin.size() - suffix.size()), suffix) << twin;
+    twin.replace(twin.size() - suffix.size(), suffix.size(), "/dtype:fp32");
+    ASSERT_TRUE(fp32_bytes.count(twin)) << twin;
+    const double per_fp32_byte = static_cast<double>(c10::elementSize(ops::storage_type(c.dtype))) / 4.0;
+    EXPECT_DOUBLE_EQ(c.bytes, fp32_bytes[twin] * per_fp32_byte) << c.name();
+    ++checked[c.dtype];
+  }
+  EXPECT_GT(checked[ops::DType::kBf16], 0);
+  EXPECT_GT(checked[ops::DType::kFp16], 0);
+  EXPECT_GT(checked[ops::DType::kTf32], 0);
+}
+
 TEST(OpShapes, ConvTablesMatchTheModels) {
   for (const std::string model : {"net", "resnet18"}) {
     std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> in_model, in_table;
@@ -213,6 +241,9 @@ TEST(OpPlan, EveryListedOpHasACaseAndAnEmptySelectionIsSaid) {
   for (const auto& c : ops::plan_ops({kCpu, kGpu}, all)) planned.insert(c.op);
   const auto listed = ops::op_names();
   EXPECT_EQ(planned, std::set<std::string>(listed.begin(), listed.end()));
+  // The names come from the cases, in the order they are planned: the list --ops and its help give.
+  EXPECT_EQ(listed, (std::vector<std::string>{"matmul", "conv2d", "relu", "max_pool2d", "batch_norm", "cross_entropy",
+                                              "add", "sum", "copy", "model_to"}));
   ops::OpSelection gpu_only;
   gpu_only.ops = {"model_to"};
   // No hint to try --op-set all where the full sweep has no case either (it once said so for model_to on the CPU).
@@ -378,6 +409,13 @@ TEST(OpPeak, ATheoreticalRoofFarAboveTheMeasuredOnesIsSuspectAndUnused) {
   EXPECT_FALSE(p.theoretical_suspect);
   EXPECT_EQ(p.gflop_per_s, 500.0);
   EXPECT_EQ(p.compute_source, "gemm");
+}
+
+// A roof is the device's best: the work over the fastest sample, never the slowest or the mean.
+TEST(OpPeak, ARoofIsTheWorkOverTheFastestSample) {
+  EXPECT_DOUBLE_EQ(ops::fastest_rate(2e9, {4.0, 2.0, 8.0, 2.5}), 1e12);  // 2 GFLOP in 2 ms
+  EXPECT_DOUBLE_EQ(ops::fastest_rate(1.0, {1000.0}), 1.0);
+  EXPECT_EQ(ops::fastest_rate(1.0, {}), 0.0);
 }
 
 TEST(OpPeak, TheoreticalCpuPeakIsCoresTimesClockTimesFlopPerCycle) {

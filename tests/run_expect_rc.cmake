@@ -1,5 +1,6 @@
 # Runs the command given after -P (CMAKE_ARGV), prints "rc=<code>" then its output (and
-# SHOW_FILE, then SHOW_FILE_2, where set), and fails unless the exit code equals EXPECT_RC.
+# SHOW_FILE, then SHOW_FILE_2, where set), and fails unless the exit code equals EXPECT_RC and, where
+# EXPECT_STDOUT_FILE is set, its standard output is that file's text exactly (a golden file for long output).
 set(cmd "")
 set(take OFF)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -20,4 +21,10 @@ foreach(shown_file SHOW_FILE SHOW_FILE_2)
 endforeach()
 if(NOT "${rc}" STREQUAL "${EXPECT_RC}")
   message(FATAL_ERROR "expected exit code ${EXPECT_RC}, got ${rc}")
+endif()
+if(DEFINED EXPECT_STDOUT_FILE)
+  file(READ "${EXPECT_STDOUT_FILE}" expected)
+  if(NOT "${out}" STREQUAL "${expected}")
+    message(FATAL_ERROR "standard output differs from ${EXPECT_STDOUT_FILE}:\n--- expected\n${expected}\n--- got\n${out}")
+  endif()
 endif()

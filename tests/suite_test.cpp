@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -16,6 +17,8 @@
 #include "torchprobe/io.h"
 #include "torchprobe/report/results.h"
 #include "torchprobe/report/results_writer.h"
+#include "torchprobe/report/schema.h"
+#include "torchprobe/report/views.h"
 
 using namespace torchprobe;
 
@@ -96,6 +99,25 @@ TEST(Suite, FullSweepCoversEveryVariantTheDeviceRuns) {
       EXPECT_EQ(name.find("fp16"), std::string::npos) << name;
     }
   }
+  // Every name carries the axes of the one table (report/schema.h) in its order, a GPU's two more, each with one of the
+  // table's values, so the reader completes nothing, and only the all-baseline step has no variant label.
+  size_t baselines = 0;
+  for (const auto& name : names) {
+    torchprobe::report::Result r;
+    torchprobe::report::parse_benchmark_name(name, r);
+    EXPECT_EQ(r.name, name) << "the reader completed an axis";
+    std::string axes;
+    for (const auto& axis : torchprobe::report::schema::kTrainAxes) {
+      if (axis.gpu_only && r.device == "cpu") continue;
+      const auto value = r.params.at(std::string(axis.key));
+      EXPECT_NE(std::find(axis.values.begin(), axis.values.end(), value), axis.values.end()) << name;
+      axes += "/" + std::string(axis.key) + ":" + value;
+    }
+    EXPECT_TRUE(name.size() > axes.size() && name.compare(name.size() - axes.size(), axes.size(), axes) == 0)
+        << name << " vs " << axes;
+    baselines += torchprobe::report::train_variant(r, "/").empty();
+  }
+  EXPECT_EQ(baselines, 2u) << "one baseline per device";
   // An axis given narrows the sweep; the others stay full.
   options.variants.graphs = {"on"};
   EXPECT_EQ(bench::plan_train_benchmarks(options).size(), 12u) << "graphs on: GPU only, 3 x 2 x 2";

@@ -103,14 +103,6 @@ class CpuAllocationCounter {
   CpuAllocationCounter& operator=(const CpuAllocationCounter&) = delete;
 };
 
-/// Whether `e` is an out-of-memory error: c10::OutOfMemoryError (GPU caching allocator), the CPU
-/// allocator's "can't allocate memory", std::bad_alloc, or a library's allocation failure that LibTorch
-/// reports as a plain error (CUBLAS_STATUS_ALLOC_FAILED, CUDNN_STATUS_ALLOC_FAILED, "CUDA error: out of memory").
-bool is_out_of_memory(const std::exception& e);
-/// Which allocator failed, for an is_out_of_memory error: "LibTorch CUDA caching allocator", "LibTorch CPU
-/// allocator", "C++ operator new", "cuBLAS (handle or workspace)", "cuDNN (handle or workspace)", "CUDA runtime".
-std::string oom_allocator(const std::exception& e);
-
 /// Device memory taken straight from the driver (cudaMalloc), outside LibTorch's caching allocator, and
 /// given back when the object goes: what another process holding the GPU looks like to this one.
 class HeldMemory {

@@ -161,28 +161,6 @@ void reset_allocator_peaks(const torch::Device& device) {
   state.peak = state.current;
 }
 
-bool is_out_of_memory(const std::exception& e) { return !oom_allocator(e).empty(); }
-
-std::string oom_allocator(const std::exception& e) {
-  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return "LibTorch CUDA caching allocator";
-  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return "C++ operator new";
-  const auto* error = dynamic_cast<const c10::Error*>(&e);
-  if (error == nullptr) return "";
-  const char* text = error->what_without_backtrace();
-  // Allocation failures that LibTorch passes on as plain errors, each naming its allocator.
-  static const std::pair<const char*, const char*> kMarkers[] = {
-      {"can't allocate memory", "LibTorch CPU allocator"},
-      {"not enough memory: you tried to allocate", "LibTorch CPU allocator"},
-      {"CUBLAS_STATUS_ALLOC_FAILED", "cuBLAS (handle or workspace)"},
-      {"CUDNN_STATUS_ALLOC_FAILED", "cuDNN (handle or workspace)"},
-      {"CUDA error: out of memory", "CUDA runtime"},
-  };
-  for (const auto& [marker, allocator] : kMarkers) {
-    if (std::strstr(text, marker) != nullptr) return allocator;
-  }
-  return "";
-}
-
 bool cuda_compiled() { return detail::compiled(); }
 int cuda_device_count() { return detail::device_count(); }
 std::string cuda_unavailable_reason() { return detail::unavailable_reason(); }

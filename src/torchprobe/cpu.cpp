@@ -363,8 +363,7 @@ std::string openblas_coretype_advice(const CpuInfo& cpu, const std::string& core
   static const char* const kSseKernels[] = {"prescott", "core2",  "penryn",   "dunnington", "nehalem", "atom",
                                             "katmai",   "coppermine", "northwood", "banias", "opteron",
                                             "opteron_sse3", "barcelona", "bobcat", "athlon"};
-  std::string name = corename;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string name = to_lower(corename);
   const bool sse = std::find(std::begin(kSseKernels), std::end(kSseKernels), name) != std::end(kSseKernels);
   if (!sse || !cpu.has_flag("avx2") || !cpu.has_flag("fma")) return "";
   if (cpu.vendor == "AuthenticAMD" || cpu.vendor == "HygonGenuine") return "Zen";

@@ -67,12 +67,8 @@ std::vector<torch::Device> parse_devices(const std::string& text, const DeviceQu
   const auto every_gpu = [&] {
     for (int i = 0; i < cuda_count; ++i) add(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(i)));
   };
-  std::vector<std::string> items;
-  for (size_t start = 0; start <= text.size();) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    items.push_back(trim(text.substr(start, comma - start)));
-    start = comma + 1;
-  }
+  std::vector<std::string> items = split(text, ',');
+  for (auto& item : items) item = trim(item);
   if (!query.list && items.size() != 1) throw_bad_syntax(trim(text), /*list=*/false);
   for (const auto& item : items) {
     if (item.empty()) throw_bad_syntax(trim(text), query.list);

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "torchprobe/input_error.h"
+#include "torchprobe/strings.h"
 #include "torchprobe/units.h"
 
 namespace torchprobe {
@@ -28,16 +29,12 @@ std::int64_t byte_size_flag(const std::string& flag, const std::string& text, st
 std::vector<std::string> list_flag(const std::string& flag, const std::string& text) {
   if (text.empty()) throw InputError(fmt::format("{}: empty list", flag));
   std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+  for (const auto& item : split(text, ',')) {
     if (item.empty()) throw InputError(fmt::format("{}: empty item in '{}'", flag, text.substr(0, 200)));
     if (std::find(items.begin(), items.end(), item) != items.end()) {
       throw InputError(fmt::format("{}: '{}' is listed twice in '{}'", flag, item.substr(0, 80), text.substr(0, 200)));
     }
     items.push_back(item);
-    start = comma + 1;
   }
   return items;
 }

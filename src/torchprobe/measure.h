@@ -63,12 +63,14 @@ struct Measurement {
   bool timed_out = false;  ///< stopped by the timeout with the noise above the target
 };
 
-/// Where time comes from: the device's timeline for samples, a wait for queued work, and the host's
-/// steady clock for the warm-up's time budget. Tests substitute a fake.
+/// Where time comes from: the device's timeline for samples, a wait for queued work, the host's steady clock for
+/// the warm-up's time budget, and the sampling thread's CPU time (seconds; unset: CLOCK_THREAD_CPUTIME_ID). Tests
+/// substitute a fake.
 struct Clock {
   std::function<std::unique_ptr<backend::Timeline>()> make_timeline;
   std::function<void()> wait;
   std::function<double()> now_s;
+  std::function<double()> cpu_s;
 };
 Clock device_clock(const torch::Device& device);
 

@@ -101,11 +101,22 @@ std::string join_devices(const std::vector<torch::Device>& devices) {
   return out;
 }
 
-void finish(DistTrainResult& result) {
+}  // namespace
+
+void finish_all_reduce_row(AllReduceRow& row, int world_size) {
+  const double n = world_size;
+  row.algbw_gbps = static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
+  row.busbw_gbps = row.algbw_gbps * 2.0 * (n - 1.0) / n;
+}
+
+void finish_train_result(DistTrainResult& result, const std::vector<double>& all_reduce_ms_by_rank) {
   const double slowest = *std::max_element(result.rank_ms_per_step.begin(), result.rank_ms_per_step.end());
   result.global_images_per_s = static_cast<double>(result.world_size * result.batch_per_rank) / (slowest / 1e3);
   result.single_images_per_s = static_cast<double>(result.batch_per_rank) / (result.single_ms_per_step / 1e3);
   result.scaling_efficiency = result.global_images_per_s / (result.world_size * result.single_images_per_s);
+  result.all_reduce_ms_per_step = all_reduce_ms_by_rank.empty()
+                                      ? 0.0
+                                      : *std::min_element(all_reduce_ms_by_rank.begin(), all_reduce_ms_by_rank.end());
   if (result.all_reduce_ms_per_step > 0.0) {
     const double n = result.world_size;
     result.all_reduce_share = result.all_reduce_ms_per_step / slowest;
@@ -114,13 +125,10 @@ void finish(DistTrainResult& result) {
   }
 }
 
-}  // namespace
-
 std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min_bytes, std::int64_t max_bytes,
                                            int iterations, int repetitions,
                                            const std::function<void(const AllReduceRow&, int, int)>& on_size) {
   std::vector<AllReduceRow> rows;
-  const double n = group.world_size();
   int total = 0;
   for (std::int64_t bytes = std::max<std::int64_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) ++total;
   for (std::int64_t bytes = std::max<std::int64_t>(min_bytes, 4); bytes <= max_bytes; bytes *= 2) {
@@ -132,8 +140,7 @@ std::vector<AllReduceRow> all_reduce_sweep(ProcessGroup& group, std::int64_t min
     const auto calls = sampler.per_call(iterations);
     row.median_us = max_over_ranks(group, median(calls) * 1e3);
     for (const double ms : slowest_over_ranks(group, repetition_medians(calls, repetitions))) row.repetition_us.push_back(ms * 1e3);
-    row.algbw_gbps = static_cast<double>(row.bytes) / (row.median_us * 1e-6) / 1e9;
-    row.busbw_gbps = row.algbw_gbps * 2.0 * (n - 1.0) / n;
+    finish_all_reduce_row(row, group.world_size());
     rows.push_back(row);
     if (on_size) on_size(row, static_cast<int>(rows.size()), total);
   }
@@ -180,9 +187,7 @@ DistTrainResult distributed_train(ProcessGroup& group, const std::string& model,
   result.all_reduce_calls_per_step = calls;
   result.rank_ms_per_step = per_rank(group, median(times));
   result.repetition_ms = slowest_over_ranks(group, repetition_medians(times, repetitions));
-  const auto reduce_by_rank = per_rank(group, reduce_ms.empty() ? 0.0 : median(reduce_ms));
-  result.all_reduce_ms_per_step = *std::min_element(reduce_by_rank.begin(), reduce_by_rank.end());
-  finish(result);
+  finish_train_result(result, per_rank(group, reduce_ms.empty() ? 0.0 : median(reduce_ms)));
   return result;
 }
 
@@ -212,7 +217,7 @@ DistTrainResult data_parallel_train(const std::string& model, const std::vector<
   result.repetition_ms = repetition_medians(times, repetitions);
   // One process: its step time stands for every device.
   result.rank_ms_per_step.resize(devices.size(), result.rank_ms_per_step.front());
-  finish(result);
+  finish_train_result(result, {});
   return result;
 }
 

@@ -19,6 +19,10 @@ struct AllReduceRow {
   double busbw_gbps = 0.0;  ///< algbw x 2(n-1)/n: what each link carries in a ring all-reduce
 };
 
+/// A row's bandwidths from its bytes and median time (nccl-tests' definitions): algbw = bytes / time, busbw =
+/// algbw x 2(n-1)/n for `world_size` n.
+void finish_all_reduce_row(AllReduceRow& row, int world_size);
+
 /// Sum all-reduces of float32 tensors from `min_bytes` to `max_bytes`, doubling; `iterations`
 /// timed calls per size after 2 warm-up calls, split into `repetitions` (each reported on its own). `on_size`, when
 /// given, is called after each size with its row, the sizes done and the sizes in all (a progress line).
@@ -50,6 +54,12 @@ struct DistTrainResult {
   double all_reduce_share = 0.0;  ///< all_reduce_ms_per_step / the slowest rank's step time
   double busbw_gbps = 0.0;        ///< gradient bytes x 2(n-1)/n / all-reduce time (nccl-tests' bus bandwidth)
 };
+
+/// The run's figures from what was measured (world_size, batch_per_rank, rank_ms_per_step, single_ms_per_step and
+/// gradient_bytes set): the global rate from the slowest rank's step, the scaling efficiency against one process
+/// alone, and from `all_reduce_ms_by_rank` (each rank's median all-reduce per step; empty: none) the all-reduce's time
+/// as the rank that arrives last sees it (the smallest), its share of the slowest step and its bus bandwidth.
+void finish_train_result(DistTrainResult& result, const std::vector<double>& all_reduce_ms_by_rank);
 
 /// `warmup` + `steps` data-parallel steps of `model` on the group's device (each rank its own synthetic
 /// shard, weights broadcast from rank 0, gradients averaged in buckets), after the single-process

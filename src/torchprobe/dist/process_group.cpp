@@ -31,6 +31,7 @@
 #include "torchprobe/backend.h"
 #include "torchprobe/backend_c10d.h"
 #include "torchprobe/dist/agent_store.h"
+#include "torchprobe/error.h"
 #include "torchprobe/input_error.h"
 
 namespace torchprobe::dist {
@@ -38,12 +39,6 @@ namespace {
 
 std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 std::string string_of(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
-
-/// c10::Error's message without LibTorch's C++ backtrace.
-std::string message_of(const std::exception& e) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
-  return e.what();
-}
 
 std::string seconds(std::chrono::milliseconds ms) { return fmt::format("{:.1f} s", static_cast<double>(ms.count()) / 1e3); }
 
@@ -307,17 +302,13 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const DistE
     out.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(route_address(env.master_addr)));
     return out;
   }
-  std::string list = names;
-  for (size_t start = 0; start <= list.size();) {
-    const size_t comma = std::min(list.find(',', start), list.size());
-    const std::string name = list.substr(start, comma - start);
+  for (const auto& name : split(names, ',')) {
     try {
       out.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
     } catch (const std::exception& e) {
-      throw InputError(fmt::format("GLOO_SOCKET_IFNAME={}: no usable interface '{}' on this host ({})", list, name,
-                                   message_of(e)));
+      throw InputError(fmt::format("GLOO_SOCKET_IFNAME={}: no usable interface '{}' on this host ({})", names, name,
+                                   message_without_backtrace(e)));
     }
-    start = comma + 1;
   }
   return out;
 }
@@ -427,9 +418,9 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
     // A client that connected and then failed (LibTorch 2.x's handshake has timeouts of its own) met a
     // program that is not a store, or a store that went away.
     if (!host_store && accepts_connections(env.master_addr, env.master_port, kAfterDeadline)) {
-      throw silent_store(message_of(e));
+      throw silent_store(message_without_backtrace(e));
     }
-    throw unreachable(message_of(e));
+    throw unreachable(message_without_backtrace(e));
   }
   if (!store) {
     // Past the deadline: silent if something accepts connections there, unreachable if nothing does
@@ -448,7 +439,7 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    throw silent_store(message_of(e));
+    throw silent_store(message_without_backtrace(e));
   }
   // Every rank publishes its WORLD_SIZE; each compares with rank 0's, and rank 0 with everyone's.
   impl_->store->set(world_key(env.rank), bytes_of(std::to_string(env.world_size)));
@@ -490,11 +481,12 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
       twice = twice_started(*impl_->store);
     } catch (const std::exception&) {
       // The store does not answer at all: not a c10d store, or its host went away.
-      throw silent_store(message_of(e));
+      throw silent_store(message_without_backtrace(e));
     }
-    throw std::runtime_error(fmt::format("{}: not every rank joined at {} within {} (missing: {}; not started, "
-                                         "or started with another MASTER_ADDR/MASTER_PORT?{}): {}", who, env.endpoint(),
-                                         seconds(timeout), missing, twice, clipped(message_of(e))));
+    throw std::runtime_error(
+        fmt::format("{}: not every rank joined at {} within {} (missing: {}; not started, "
+                    "or started with another MASTER_ADDR/MASTER_PORT?{}): {}",
+                    who, env.endpoint(), seconds(timeout), missing, twice, clipped(message_without_backtrace(e))));
   }
   // Where each rank runs (published when it claimed its rank), so a failure later can name the rank that went away.
   try {
@@ -504,8 +496,8 @@ ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout
       impl_->peers.push_back(peer_of(string_of(impl_->store->get(key))));
     }
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("{}: the ranks joined at {} but one went away before they all started: {}", who,
-                                         env.endpoint(), clipped(message_of(e))));
+    throw std::runtime_error(fmt::format("{}: the ranks joined at {} but one went away before they all started: {}",
+                                         who, env.endpoint(), clipped(message_without_backtrace(e))));
   }
   // The collectives' own timeout is the whole of --timeout: it bounds each collective from here on.
   if (device_.is_cuda()) {
@@ -526,7 +518,7 @@ void ProcessGroup::guarded(const std::string& what, const std::function<void()>&
   } catch (const std::logic_error&) {
     throw;
   } catch (const std::exception& e) {
-    throw std::runtime_error(impl_->explain(env_, what, message_of(e)));
+    throw std::runtime_error(impl_->explain(env_, what, message_without_backtrace(e)));
   }
 }
 
@@ -590,9 +582,10 @@ void ProcessGroup::run_on_rank0_alone(const std::function<void()>& work) {
     try {
       impl_->store->wait({done}, kAloneWait);
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("rank {} of {}: rank 0 stopped while the others waited for its "
-                                           "single-process run (see rank 0's output): {}",
-                                           env_.rank, env_.world_size, message_of(e)));
+      throw std::runtime_error(
+          fmt::format("rank {} of {}: rank 0 stopped while the others waited for its "
+                      "single-process run (see rank 0's output): {}",
+                      env_.rank, env_.world_size, message_without_backtrace(e)));
     }
   }
   barrier();

@@ -16,8 +16,6 @@
 namespace torchprobe::ops {
 namespace {
 
-const std::vector<std::string> kOpNames = {"matmul", "conv2d",   "relu", "max_pool2d", "batch_norm",
-                                           "cross_entropy", "add", "sum",  "copy",       "model_to"};
 const std::vector<std::int64_t> kSquareSizes = {256, 512, 1024, 2048, 4096, 8192};
 const std::vector<std::int64_t> kCopyMiB = {1, 4, 16, 64, 256, 1024};
 constexpr std::int64_t kCoreCopyMiB = 64;
@@ -310,12 +308,30 @@ std::string OpCase::name() const {
   return text;
 }
 
-std::vector<std::string> op_names() { return kOpNames; }
+std::vector<std::string> op_names() {
+  // The ops plan_device has a case of, on the CPU or a GPU, in the order it plans them: a name cannot be known
+  // without a case, nor a case go unnamed.
+  static const std::vector<std::string> names = [] {
+    OpSelection every;
+    every.all = true;
+    std::vector<OpCase> plan;
+    Planner planner{every, plan};
+    for (const auto& device : {torch::Device(torch::kCPU), torch::Device(torch::kCUDA, 0)})
+      plan_device(device, planner);
+    std::vector<std::string> out;
+    for (const auto& c : plan) {
+      if (std::find(out.begin(), out.end(), c.op) == out.end()) out.push_back(c.op);
+    }
+    return out;
+  }();
+  return names;
+}
 
 std::vector<OpCase> plan_ops(const std::vector<torch::Device>& devices, const OpSelection& selection) {
+  const auto known = op_names();
   for (const auto& op : selection.ops) {
-    if (std::find(kOpNames.begin(), kOpNames.end(), op) == kOpNames.end()) {
-      throw InputError(fmt::format("unknown op '{}' (known: {})", op, fmt::join(kOpNames, ", ")));
+    if (std::find(known.begin(), known.end(), op) == known.end()) {
+      throw InputError(fmt::format("unknown op '{}' (known: {})", op, fmt::join(known, ", ")));
     }
   }
   for (const auto b : selection.batch_sizes) {

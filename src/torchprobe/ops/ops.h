@@ -54,7 +54,7 @@ struct OpSelection {
   std::vector<std::string> ops;    ///< op names to keep; empty: every op
   std::vector<std::int64_t> batch_sizes = {64, 256};
 };
-/// The op names the catalogue knows.
+/// The op names the catalogue knows: every op it has a case of (on the CPU or a GPU), in the order it plans them.
 std::vector<std::string> op_names();
 /// Every op case for these devices, in device, op, shape, dtype order. Throws InputError for an unknown op name.
 std::vector<OpCase> plan_ops(const std::vector<torch::Device>& devices, const OpSelection& selection);

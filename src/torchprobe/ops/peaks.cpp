@@ -35,10 +35,15 @@ double best_rate(const torch::Device& device, const std::function<void()>& call,
   measure::Sampler sampler(measure::default_policy(device), measure::device_clock(device), call);
   const auto ms = sampler.run(kPeakSamples, kPeakSeconds);
   seconds = seconds_since(start);
-  return work / (*std::min_element(ms.begin(), ms.end()) / 1e3);
+  return fastest_rate(work, ms);
 }
 
 }  // namespace
+
+double fastest_rate(double work, const std::vector<double>& sample_ms) {
+  if (sample_ms.empty()) return 0.0;
+  return work / (*std::min_element(sample_ms.begin(), sample_ms.end()) / 1e3);
+}
 
 double measure_cpu_clock_mhz() {
 #if defined(__x86_64__)

@@ -15,6 +15,11 @@
 
 namespace torchprobe::ops {
 
+/// A roof is the best the device did: `work` per call over the fastest of the samples' times per call (ms), in work
+/// units per second; 0 without samples. The slowest or the mean would put the roof low, and every figure measured
+/// against it high.
+double fastest_rate(double work, const std::vector<double>& sample_ms);
+
 /// The theoretical peak of `threads` cores of this CPU at one precision: cores x clock x FLOP/cycle, the clock
 /// being the larger of the listed maximum and `measured_clock_mhz` (the clock a core really reached), the
 /// FLOP/cycle core_flops()'s for the dtype ("fp32", "bf16", "fp16"; a precision without a native unit is

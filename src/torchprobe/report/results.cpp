@@ -352,16 +352,12 @@ void parse_benchmark_name(const std::string& name, Result& result) {
   if (result.suite == "train_step") {
     // Names from before the variant axes existed ran the baseline: complete them, so baselines
     // recorded then still compare with today's names.
-    const auto complete = [&](const char* key, const char* value) {
-      if (result.params.count(key)) return;
-      result.params[key] = value;
-      result.name += fmt::format("/{}:{}", key, value);
-    };
-    complete("dtype", "fp32");
-    complete("layout", "nchw");
-    if (result.device.rfind("cuda", 0) == 0) {
-      complete("cudnn", "off");
-      complete("graph", "off");
+    const bool gpu = result.device.rfind("cuda", 0) == 0;
+    for (const auto& axis : schema::kTrainAxes) {
+      const std::string key(axis.key);
+      if ((axis.gpu_only && !gpu) || result.params.count(key)) continue;
+      result.params[key] = std::string(axis.baseline());
+      result.name += fmt::format("/{}:{}", key, axis.baseline());
     }
   }
   if (result.params.count("dtype")) result.dtype = result.params["dtype"];  // copies have none

@@ -12,6 +12,7 @@
 
 #include "torchprobe/escape.h"
 #include "torchprobe/report/datasheet.h"
+#include "torchprobe/report/schema.h"
 #include "torchprobe/report/table.h"
 
 namespace torchprobe::report {
@@ -35,8 +36,10 @@ std::vector<std::string> TrainView::models() const {
 }
 
 bool is_baseline_axis(const std::string& key, const std::string& value) {
-  return (key == "dtype" && value == "fp32") || (key == "layout" && value == "nchw") ||
-         ((key == "cudnn" || key == "graph") && value == "off");
+  for (const auto& axis : schema::kTrainAxes) {
+    if (key == axis.key) return value == axis.baseline();
+  }
+  return false;
 }
 
 std::string train_variant(const Result& r, const std::string& separator) {

@@ -17,9 +17,6 @@
 namespace torchprobe::bench {
 namespace {
 
-constexpr int kMaxInputSets = 64;
-constexpr std::int64_t kMaxRotationBytes = std::int64_t{2} << 30;
-
 std::int64_t bytes_of(const ops::OpInputs& inputs) {
   std::int64_t total = 0;
   for (const auto& t : inputs.tensors) total += t.numel() * static_cast<std::int64_t>(t.element_size());
@@ -46,15 +43,7 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
     kept.op.clear();
     sets.clear();
     sets.push_back(c.make_inputs());
-    const std::int64_t set_bytes = std::max<std::int64_t>(1, bytes_of(sets.front()));
-    int wanted = options.op_input_sets;
-    if (wanted <= 0) {
-      const double needed =
-          std::ceil(2.0 * static_cast<double>(measure::cache_bytes(device)) / static_cast<double>(set_bytes));
-      wanted = static_cast<int>(std::clamp(needed, 1.0, static_cast<double>(kMaxInputSets)));
-      wanted =
-          static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, kMaxRotationBytes / set_bytes)));
-    }
+    const int wanted = op_input_set_count(options.op_input_sets, measure::cache_bytes(device), bytes_of(sets.front()));
     while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
     kept.op = c.name();
   }
@@ -73,23 +62,10 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
       [device] { measure::flush_cache(device); });
   sampler.warm_up();
   const int calls = sampler.calibrate(c.name());
-  const double mean_s = time_until_stable(state, sampler, stop_rule(options.stop, device)).mean_ms / 1e3;
-  // Raw counts and peaks go into the JSON so reports recompute from the median; the rates here
-  // (from the mean) are for the console.
-  const double peak_flops = c.flops > 0 ? peak.gflop_per_s : NAN, peak_bytes = c.bandwidth_roof ? peak.gb_per_s : NAN;
-  const RooflinePoint point = roofline(c.flops, c.bytes, mean_s, peak_flops, peak_bytes);
-  state.counters["flops"] = c.flops;
-  state.counters["bytes"] = c.bytes;
-  state.counters["gb_per_s"] = point.gb_per_s;
-  if (c.flops > 0) {
-    state.counters["gflop_per_s"] = point.gflop_per_s;
-    state.counters["flop_per_byte"] = point.intensity;
-    state.counters["peak_gflop_per_s"] = peak_flops;
-    // What the compute roof is made of, so a reader can see which backend (or the theory) set it.
-    for (const auto& [key, value] : ops::roof_counters(peak)) state.counters[key] = value;
+  const double mean_ms = time_until_stable(state, sampler, stop_rule(options.stop, device)).mean_ms;
+  for (const auto& [key, value] : op_counters(c.flops, c.bytes, c.bandwidth_roof, mean_ms, peak)) {
+    state.counters[key] = value;
   }
-  if (c.bandwidth_roof) state.counters["peak_gb_per_s"] = peak_bytes;
-  if (std::isfinite(point.pct_of_roof)) state.counters["pct_of_roof"] = point.pct_of_roof;
   state.counters["calls_per_sample"] = calls;
   state.counters["input_sets"] = static_cast<double>(sets.size());
   state.counters["cold"] = options.cold ? 1 : 0;
@@ -97,6 +73,34 @@ void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& o
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, double>> op_counters(double flops, double bytes, bool bandwidth_roof, double mean_ms,
+                                                        const ops::Peak& peak) {
+  // Raw counts and peaks go into the JSON so reports recompute from the median; the rates here
+  // (from the mean) are for the console.
+  const double peak_flops = flops > 0 ? peak.gflop_per_s : NAN, peak_bytes = bandwidth_roof ? peak.gb_per_s : NAN;
+  const RooflinePoint point = roofline(flops, bytes, mean_ms / 1e3, peak_flops, peak_bytes);
+  std::vector<std::pair<std::string, double>> counters = {
+      {"flops", flops}, {"bytes", bytes}, {"gb_per_s", point.gb_per_s}};
+  if (flops > 0) {
+    counters.insert(
+        counters.end(),
+        {{"gflop_per_s", point.gflop_per_s}, {"flop_per_byte", point.intensity}, {"peak_gflop_per_s", peak_flops}});
+    // What the compute roof is made of, so a reader can see which backend (or the theory) set it.
+    for (const auto& counter : ops::roof_counters(peak)) counters.push_back(counter);
+  }
+  if (bandwidth_roof) counters.emplace_back("peak_gb_per_s", peak_bytes);
+  if (std::isfinite(point.pct_of_roof)) counters.emplace_back("pct_of_roof", point.pct_of_roof);
+  return counters;
+}
+
+int op_input_set_count(int requested, std::int64_t cache_bytes, std::int64_t set_bytes) {
+  if (requested > 0) return requested;
+  set_bytes = std::max<std::int64_t>(1, set_bytes);
+  const double needed = std::ceil(2.0 * static_cast<double>(cache_bytes) / static_cast<double>(set_bytes));
+  const auto wanted = static_cast<std::int64_t>(std::clamp(needed, 1.0, static_cast<double>(kMaxInputSets)));
+  return static_cast<int>(std::max<std::int64_t>(1, std::min(wanted, kMaxRotationBytes / set_bytes)));
+}
 
 std::vector<std::string> register_op_benchmarks(const SuiteOptions& options) {
   std::vector<std::string> names;

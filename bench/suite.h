@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -15,6 +16,7 @@
 #include "torchprobe/cpu.h"
 #include "torchprobe/measure.h"
 #include "torchprobe/ops/ops.h"
+#include "torchprobe/ops/peaks.h"
 #include "torchprobe/train/train_step.h"
 
 namespace torchprobe::bench {
@@ -84,6 +86,38 @@ constexpr int kTraceSteps = 3;
 
 /// Training steps per benchmark in profiling mode (rounded up to whole samples of K steps).
 constexpr int kProfileSteps = 10;
+
+/// Images in one epoch: CIFAR-10's training set.
+constexpr std::int64_t kEpochImages = 50000;
+/// The figures of one training-step repetition from its mean step time (ms), the batch, the model's forward FLOP per
+/// image and the compute roof (GFLOP/s; 0 or NaN: none), as result counters: images_per_s = batch / step time;
+/// ms_per_step; epoch_s = step time x ceil(kEpochImages / batch), the steps of one pass, the last one partial;
+/// model_gflop_per_step = 3 x forward x batch (the forward, and the backward at twice its work); model_tflop_per_s;
+/// peak_mem_mib (the device's peak allocated bytes in MiB); with a roof, peak_tflop_per_s and mfu_pct = 100 x the
+/// model's FLOP rate over the roof.
+std::vector<std::pair<std::string, double>> train_step_counters(double mean_ms, std::int64_t batch_size,
+                                                                double forward_flop_per_image, double roof_gflop_per_s,
+                                                                std::int64_t peak_bytes);
+
+/// The per-phase split's instrumented pass: at most kMaxPhaseSteps steps, the first always, a later one only if it
+/// would end within kPhaseBudgetSeconds of the pass's start, judged by the step before it (`last_step_s`).
+constexpr double kPhaseBudgetSeconds = 1.0;
+constexpr int kMaxPhaseSteps = 5;
+bool another_phase_step(int steps_done, double elapsed_s, double last_step_s);
+
+/// Op suite: how many input sets an op rotates through. `requested` (--op-input-sets) when > 0; otherwise enough
+/// sets of `set_bytes` to fill twice the last-level cache (`cache_bytes`), so each call reads inputs from memory:
+/// ceil(2 x cache / set), at least 1, at most kMaxInputSets and at most kMaxRotationBytes in all (but 1 set always).
+constexpr int kMaxInputSets = 64;
+constexpr std::int64_t kMaxRotationBytes = std::int64_t{2} << 30;
+int op_input_set_count(int requested, std::int64_t cache_bytes, std::int64_t set_bytes);
+
+/// The counters of one op benchmark's repetition from its mean time per call (ms): its FLOP and bytes per call as
+/// counted (`flops`, `bytes`), gb_per_s, and for an op that counts FLOPs gflop_per_s, flop_per_byte, the compute roof
+/// (peak_gflop_per_s and ops::roof_counters' parts); peak_gb_per_s where the op is judged against the memory roof
+/// (`bandwidth_roof`); pct_of_roof, the roofline's verdict (roofline.h), where a roof applies.
+std::vector<std::pair<std::string, double>> op_counters(double flops, double bytes, bool bandwidth_roof, double mean_ms,
+                                                        const ops::Peak& peak);
 
 /// One point of the training-step variant space.
 struct TrainVariant {

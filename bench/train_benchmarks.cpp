@@ -37,11 +37,7 @@ namespace torchprobe::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kRotatingBatches = 4;          // distinct host batches cycled through
-// Instrumented pass: up to kMaxPhaseSteps steps, the first and those that end within the budget.
-constexpr double kPhaseBudgetSeconds = 1.0;
-constexpr int kMaxPhaseSteps = 5;
-constexpr std::int64_t kEpochImages = 50000;  // CIFAR-10's training set
+constexpr int kRotatingBatches = 4;  // distinct host batches cycled through
 
 // --trace: kTraceSteps steps under LibTorch's profiler, once per benchmark and process (not per repetition),
 // after the timed region. The trace is a file beside the results, not part of them.
@@ -81,8 +77,8 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
   }
   const auto supported = ops::roof_dtypes(device);
   if (std::find(supported.begin(), supported.end(), *peak_dtype) == supported.end()) peak_dtype.reset();
-  const std::optional<ops::Peak> peak = peak_dtype ? std::optional(ops::measured_peak(device, *peak_dtype)) : std::nullopt;
-  const double peak_flop_per_s = peak ? peak->gflop_per_s * 1e9 : NAN;
+  const std::optional<ops::Peak> peak =
+      peak_dtype ? std::optional(ops::measured_peak(device, *peak_dtype)) : std::nullopt;
 
   backend::reset_peak_memory(device);
   torch::manual_seed(0);
@@ -120,21 +116,13 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
   if (!std::isfinite(last_loss)) throw std::runtime_error(fmt::format("the loss became {} during the run", last_loss));
   const std::int64_t peak_bytes = backend::peak_memory_bytes(device);
 
-  // Rates from the mean step time (plain values: one Google Benchmark iteration is one repetition).
-  const double step_s = mean_ms / 1e3;
-  state.counters["images_per_s"] = static_cast<double>(config.batch_size) / step_s;
-  state.counters["ms_per_step"] = mean_ms;
-  // Time to epoch: the steps of one pass over CIFAR-10's 50 000 training images at this step time.
-  const double steps_per_epoch = std::ceil(static_cast<double>(kEpochImages) / static_cast<double>(config.batch_size));
-  state.counters["epoch_s"] = step_s * steps_per_epoch;
-  const double flop_per_step = 3.0 * ops::model_forward_flops(config.model) * static_cast<double>(config.batch_size);
-  state.counters["model_gflop_per_step"] = flop_per_step / 1e9;
-  state.counters["model_tflop_per_s"] = flop_per_step / step_s / 1e12;
-  if (std::isfinite(peak_flop_per_s)) {
-    state.counters["peak_tflop_per_s"] = peak_flop_per_s / 1e12;
+  for (const auto& [key, value] :
+       train_step_counters(mean_ms, config.batch_size, ops::model_forward_flops(config.model),
+                           peak ? peak->gflop_per_s : 0.0, peak_bytes)) {
+    state.counters[key] = value;
+  }
+  if (peak) {
     for (const auto& [key, value] : ops::roof_counters(*peak)) state.counters[key] = value;
-    // A plain value, not a rate counter: the console would print a percentage as "0.83/s".
-    if (step_s > 0.0) state.counters["mfu_pct"] = 100.0 * flop_per_step / step_s / peak_flop_per_s;
   }
   if (const train::LossScaler* scaler = step.scaler()) {
     state.counters["loss_scale"] = scaler->scale_value();
@@ -152,8 +140,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
       const auto timeline = backend::make_timeline(device);
       const auto phase_start = Clock::now();
       double last_s = 0.0;  // the previous step's time: a step that would end past the budget is not started
-      for (int i = 0; i < kMaxPhaseSteps && (i == 0 || seconds_since(phase_start) + last_s <= kPhaseBudgetSeconds);
-           ++i) {
+      for (int i = 0; another_phase_step(i, seconds_since(phase_start), last_s); ++i) {
         const auto step_start = Clock::now();
         const auto phases = step.run_instrumented(*batches[next++ % batches.size()], *timeline);
         last_s = seconds_since(step_start);
@@ -168,13 +155,40 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
     }
   }
   if (!trace_dir.empty()) write_trace(trace_dir, name, device, [&] { (void)run_one(); });
-  state.counters["peak_mem_mib"] = static_cast<double>(peak_bytes) / (1024.0 * 1024.0);
   state.counters["batch"] = static_cast<double>(config.batch_size);
   state.counters["threads"] = at::get_num_threads();
   state.counters["steps_per_sample"] = steps_per_sample;
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, double>> train_step_counters(double mean_ms, std::int64_t batch_size,
+                                                                double forward_flop_per_image, double roof_gflop_per_s,
+                                                                std::int64_t peak_bytes) {
+  // Rates from the mean step time (plain values: one Google Benchmark iteration is one repetition).
+  const double step_s = mean_ms / 1e3;
+  const auto batch = static_cast<double>(batch_size);
+  const double flop_per_step = 3.0 * forward_flop_per_image * batch;
+  std::vector<std::pair<std::string, double>> counters = {
+      {"images_per_s", batch / step_s},
+      {"ms_per_step", mean_ms},
+      {"epoch_s", step_s * std::ceil(static_cast<double>(kEpochImages) / batch)},
+      {"model_gflop_per_step", flop_per_step / 1e9},
+      {"model_tflop_per_s", flop_per_step / step_s / 1e12},
+      {"peak_mem_mib", static_cast<double>(peak_bytes) / (1024.0 * 1024.0)},
+  };
+  if (std::isfinite(roof_gflop_per_s) && roof_gflop_per_s > 0.0) {
+    counters.emplace_back("peak_tflop_per_s", roof_gflop_per_s / 1e3);
+    // A plain value, not a rate counter: the console would print a percentage as "0.83/s".
+    if (step_s > 0.0) counters.emplace_back("mfu_pct", 100.0 * flop_per_step / step_s / (roof_gflop_per_s * 1e9));
+  }
+  return counters;
+}
+
+bool another_phase_step(int steps_done, double elapsed_s, double last_step_s) {
+  if (steps_done >= kMaxPhaseSteps) return false;
+  return steps_done == 0 || elapsed_s + last_step_s <= kPhaseBudgetSeconds;
+}
 
 std::vector<std::string> register_train_benchmarks(const SuiteOptions& options,
                                                    DatasetSource train_data,

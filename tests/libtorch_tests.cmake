@@ -19,7 +19,7 @@ endif()
 if(TORCHPROBE_HAS_CUDA)
   torchprobe_test(replicate_test)
 endif()
-torchprobe_test(ops_test)
+torchprobe_test(ops_test LIBS nlohmann_json::nlohmann_json)
 torchprobe_test(diagnostics_test LIBS torchprobe::diagnostics nlohmann_json::nlohmann_json)
 torchprobe_test(memory_test LIBS torchprobe::diagnostics PROPERTIES ${torchprobe_env_under_a_cap})
 # The real CPU OOM runs in a child: the torchprobe program's hidden `diagnose memory --child`.
@@ -27,9 +27,9 @@ target_compile_definitions(memory_test PRIVATE TORCHPROBE_CLI_PATH="$<TARGET_FIL
 add_dependencies(memory_test torchprobe)
 torchprobe_test(suite_test LIBS torchprobe::bench_suite torchprobe::report nlohmann_json::nlohmann_json)
 if(TORCHPROBE_HAS_DIST)
-  torchprobe_test(gpu_test LABEL gpu LIBS torchprobe::dist torchprobe::diagnostics)
+  torchprobe_test(gpu_test LABEL gpu EACH_CASE LIBS torchprobe::dist torchprobe::diagnostics)
 else()
-  torchprobe_test(gpu_test LABEL gpu LIBS torchprobe::diagnostics)
+  torchprobe_test(gpu_test LABEL gpu EACH_CASE LIBS torchprobe::diagnostics)
 endif()
 # `ctest -L gpu` must select every Gpu.* test (scripts/gpu_session.sh relies on it), checked on any host.
 add_test(NAME cli.gpu_label_selects_every_gpu_test COMMAND ${CMAKE_COMMAND} -DCTEST=${CMAKE_CTEST_COMMAND}

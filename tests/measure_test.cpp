@@ -317,3 +317,42 @@ TEST(Measure, StopRulesPerDeviceAndTheirChecks) {
   EXPECT_THROW_WITH(measure::check_stop_rule(rule(1.0, 10, 0.2, 0.0)), InputError, "--timeout");
   EXPECT_THROW_WITH(measure::check_stop_rule(rule(1.0, 10, 0.2, INFINITY)), InputError, "--timeout");
 }
+
+// Every bound of the stop rule is inclusive ("at most", "at least"), and the timeout flags a measurement only when
+// its noise is above the target: one stopped by the timeout before its minimum count, with the noise met, is not
+// timed out. Samples of 1 s (or 1 and 3 ms) keep the sums exact.
+TEST(Measure, TheStopRuleStopsExactlyAtEachBoundAndTheTimeoutFlagsOnlyNoise) {
+  const auto measure = [](std::function<double(int)> cost, const measure::StopRule& r) {
+    NoisyWork work;
+    work.cost = std::move(cost);
+    auto sampler = work.sampler();
+    return sampler.measure(r);
+  };
+  const auto steady = [](int) { return 1000.0; };
+  auto m = measure(steady, rule(1.0, 2, 3.0, 100.0));
+  EXPECT_EQ(m.per_call_ms.size(), 3u) << "3 s measured: exactly the minimum time";
+  EXPECT_FALSE(m.timed_out);
+  m = measure(steady, rule(1.0, 4, 0.0, 100.0));
+  EXPECT_EQ(m.per_call_ms.size(), 4u) << "exactly the minimum count";
+  m = measure(steady, rule(1.0, 100, 0.0, 3.0));
+  EXPECT_EQ(m.per_call_ms.size(), 3u) << "3 s of host time: exactly the timeout";
+  EXPECT_DOUBLE_EQ(m.wall_s, 3.0);
+  EXPECT_FALSE(m.timed_out) << "the noise (0) met its target; the timeout only cut the count short";
+  EXPECT_DOUBLE_EQ(m.noise_pct, 0.0);
+
+  // Noise exactly at the target stops; a hair above it samples on (1, 3 ms: 50% at 2 samples, 40% at 3).
+  const auto alternating = [](int n) { return n % 2 == 0 ? 1.0 : 3.0; };
+  const double two_sample_noise = measure(alternating, rule(100.0, 2, 0.0, 100.0)).noise_pct;
+  ASSERT_NEAR(two_sample_noise, 50.0, 1e-9);
+  m = measure(alternating, rule(two_sample_noise, 2, 0.0, 100.0));
+  EXPECT_EQ(m.per_call_ms.size(), 2u);
+  EXPECT_FALSE(m.timed_out);
+  m = measure(alternating, rule(std::nextafter(two_sample_noise, 0.0), 2, 0.0, 100.0));
+  EXPECT_EQ(m.per_call_ms.size(), 3u);
+  EXPECT_NEAR(m.noise_pct, 40.0, 1e-9);
+  // The timeout with the noise above the target: flagged, the noise kept.
+  m = measure(alternating, rule(1.0, 2, 0.0, 0.004));
+  EXPECT_EQ(m.per_call_ms.size(), 2u);
+  EXPECT_TRUE(m.timed_out);
+  EXPECT_NEAR(m.noise_pct, 50.0, 1e-9);
+}

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "test_util.h"
 #include "torchprobe/error.h"
 #include "torchprobe/interrupt.h"
+#include "torchprobe/io.h"
 #include "torchprobe/models/registry.h"
 
 using namespace torchprobe;
@@ -324,10 +326,71 @@ TEST(OpCorrectness, EveryBenchmarkedOpComputesTheRightThing) {
   EXPECT_EQ(checked, 1 + 4 + 52 + 6 + 1);  // n:256, 4 linear shapes, 13 convs x 4 variants, 6 activation ops, 1 MiB copy
 }
 
+namespace {
+// A peak whose every field holds its own value, as a store entry would.
+const nlohmann::json kStoredPeak = {{"gflop_per_s", 901.0},
+                                    {"gemm_gflop_per_s", 802.0},
+                                    {"conv_gflop_per_s", 703.0},
+                                    {"theoretical_gflop_per_s", 901.0},
+                                    {"compute_source", "theoretical"},
+                                    {"theoretical_basis", "2 cores x ..."},
+                                    {"gb_per_s", 45.5},
+                                    {"theoretical_suspect", true},
+                                    {"theoretical_cores", 3},
+                                    {"theoretical_clock_mhz", 3456.0},
+                                    {"theoretical_flop_per_cycle", 96.0}};
+}  // namespace
+
+// torchprobe-bench --isolate's processes share the roofs through a store: what one process measured the next reads
+// back, field by field, and measures nothing.
+TEST(OpPeak, AStoredPeakIsReadBackFieldByField) {
+  const TempDir dir;
+  const std::string store = (dir.path() / "peaks.json").string();
+  io::write_text_file(store, nlohmann::json{{"cpu/fp16", kStoredPeak}}.dump());
+  ops::set_peak_store(store);
+  std::vector<std::string> said;
+  ops::set_peak_log([&](const std::string& line) { said.push_back(line); });
+  const ops::Peak p = ops::measured_peak(kCpu, ops::DType::kFp16);
+  ops::set_peak_log(nullptr);
+  ops::set_peak_store("");
+  EXPECT_TRUE(said.empty()) << "read back, not measured: " << said.front();
+  EXPECT_EQ(p.gflop_per_s, 901.0);
+  EXPECT_EQ(p.gemm_gflop_per_s, 802.0);
+  EXPECT_EQ(p.conv_gflop_per_s, 703.0);
+  EXPECT_EQ(p.theoretical_gflop_per_s, 901.0);
+  EXPECT_EQ(p.compute_source, "theoretical");
+  EXPECT_EQ(p.theoretical_basis, "2 cores x ...");
+  EXPECT_EQ(p.gb_per_s, 45.5);
+  EXPECT_TRUE(p.theoretical_suspect);
+  EXPECT_EQ(p.theoretical_cores, 3);
+  EXPECT_EQ(p.theoretical_clock_mhz, 3456.0);
+  EXPECT_EQ(p.theoretical_flop_per_cycle, 96.0);
+}
+
 TEST(OpPeak, MeasuredOncePerDeviceAndCachedAndAnUpperBound) {
+  // With a store holding another device's roofs: what is measured is added beside them, field by field.
+  const TempDir dir;
+  const std::string store = (dir.path() / "peaks.json").string();
+  io::write_text_file(store, nlohmann::json{{"cuda:7/fp32", kStoredPeak}}.dump());
+  ops::set_peak_store(store);
   std::vector<std::string> said;
   ops::set_peak_log([&](const std::string& line) { said.push_back(line); });
   const auto first = ops::measured_peak(kCpu, ops::DType::kFp32);
+  ops::set_peak_store("");
+  const nlohmann::json stored = nlohmann::json::parse(io::read_text_file(store));
+  EXPECT_EQ(stored.at("cuda:7/fp32"), kStoredPeak);
+  const nlohmann::json& mine = stored.at("cpu/fp32");
+  EXPECT_EQ(mine.at("gflop_per_s"), first.gflop_per_s);
+  EXPECT_EQ(mine.at("gemm_gflop_per_s"), first.gemm_gflop_per_s);
+  EXPECT_EQ(mine.at("conv_gflop_per_s"), first.conv_gflop_per_s);
+  EXPECT_EQ(mine.at("theoretical_gflop_per_s"), first.theoretical_gflop_per_s);
+  EXPECT_EQ(mine.at("compute_source"), first.compute_source);
+  EXPECT_EQ(mine.at("theoretical_basis"), first.theoretical_basis);
+  EXPECT_EQ(mine.at("gb_per_s"), first.gb_per_s);
+  EXPECT_EQ(mine.at("theoretical_suspect"), first.theoretical_suspect);
+  EXPECT_EQ(mine.at("theoretical_cores"), first.theoretical_cores);
+  EXPECT_EQ(mine.at("theoretical_clock_mhz"), first.theoretical_clock_mhz);
+  EXPECT_EQ(mine.at("theoretical_flop_per_cycle"), first.theoretical_flop_per_cycle);
   EXPECT_GT(first.gemm_gflop_per_s, 0.0);
   EXPECT_GT(first.conv_gflop_per_s, 0.0);
   EXPECT_GT(first.gb_per_s, 0.0);
@@ -444,6 +507,53 @@ TEST(OpPeak, TheoreticalCpuPeakIsCoresTimesClockTimesFlopPerCycle) {
   cpu.vendor = "GenuineIntel";
   cpu.max_clock_mhz = 0.0;
   EXPECT_EQ(ops::theoretical_cpu_peak(cpu, 2).gflop_per_s, 0.0) << "no clock: no theoretical roof";
+}
+
+// The parts a user checks a theoretical roof by: physical cores (SMT threads share a core's FMA units), the faster
+// of the listed and the measured clock (strictly faster: a measurement equal to the listing is the listing), and
+// the FLOP/cycle of the dtype's own unit, or fp32's where the core has none.
+TEST(OpPeak, TheoreticalCpuPeakCountsPhysicalCoresTheFasterClockAndTheDtypesUnit) {
+  CpuInfo cpu;
+  cpu.vendor = "GenuineIntel";
+  cpu.logical_cores = 4;
+  cpu.physical_cores = 2;
+  cpu.max_clock_mhz = 3000.0;
+  cpu.clock_source = "cpufreq cpuinfo_max_freq";
+  cpu.flags = {"avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"};
+  const CoreFlops flops = core_flops(cpu);
+  ASSERT_GT(flops.fp32, 0.0);
+  ASSERT_GT(flops.bf16, 0.0);
+  ASSERT_NE(flops.bf16, flops.fp32) << "the test needs a bf16 unit apart from fp32's";
+
+  auto peak = ops::theoretical_cpu_peak(cpu, /*threads=*/4);
+  EXPECT_EQ(peak.cores, 2) << "4 threads on 2 physical cores";
+  EXPECT_DOUBLE_EQ(peak.gflop_per_s, 2 * 3.0 * flops.fp32);
+  EXPECT_DOUBLE_EQ(peak.flop_per_cycle, flops.fp32);
+  EXPECT_EQ(peak.clock_source, "cpufreq cpuinfo_max_freq");
+
+  peak = ops::theoretical_cpu_peak(cpu, 2, /*measured_clock_mhz=*/3600.0);
+  EXPECT_DOUBLE_EQ(peak.gflop_per_s, 2 * 3.6 * flops.fp32);
+  EXPECT_DOUBLE_EQ(peak.clock_mhz, 3600.0);
+  EXPECT_EQ(peak.clock_source, "measured, imul chain");
+  EXPECT_NE(peak.basis.find("3600 MHz measured (cpufreq cpuinfo_max_freq lists 3000)"), std::string::npos)
+      << peak.basis;
+  for (const double slower : {3000.0, 2500.0}) {
+    peak = ops::theoretical_cpu_peak(cpu, 2, slower);
+    EXPECT_DOUBLE_EQ(peak.clock_mhz, 3000.0) << slower;
+    EXPECT_EQ(peak.clock_source, "cpufreq cpuinfo_max_freq") << slower;
+  }
+
+  peak = ops::theoretical_cpu_peak(cpu, 2, 0.0, "bf16");
+  EXPECT_DOUBLE_EQ(peak.gflop_per_s, 2 * 3.0 * flops.bf16);
+  EXPECT_DOUBLE_EQ(peak.flop_per_cycle, flops.bf16);
+  EXPECT_NE(peak.basis.find(" bf16 FLOP/cycle"), std::string::npos) << peak.basis;
+
+  cpu.flags = {"avx", "avx2", "fma", "avx512f"};  // no bf16 unit: bf16 runs through fp32's
+  const CoreFlops fp32_only = core_flops(cpu);
+  ASSERT_EQ(fp32_only.bf16, 0.0);
+  peak = ops::theoretical_cpu_peak(cpu, 2, 0.0, "bf16");
+  EXPECT_DOUBLE_EQ(peak.gflop_per_s, 2 * 3.0 * fp32_only.fp32);
+  EXPECT_NE(peak.basis.find("no native bf16 unit, computed in fp32"), std::string::npos) << peak.basis;
 }
 
 TEST(ModelTables, EveryConvolutionInForwardOrderAndTheModelFlops) {

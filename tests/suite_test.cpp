@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -281,6 +283,43 @@ TEST(Isolate, EntriesComeOnlyFromACompleteDocument) {
   EXPECT_EQ(entry["error_message"], "killed by SIGSEGV");
 }
 
+// --isolate counts a failure by what each child did: results with an error and exit 1 (a benchmark that threw), no
+// results and a signal (a crash); a child that succeeded is not one. The run's exit code is that count's (runner.cpp).
+TEST(Isolate, EveryChildThatFailedIsCountedAndRecorded) {
+  const TempDir dir;
+  const std::string child = dir.file("child.sh");
+  io::write_text_file(child, R"(#!/bin/sh
+for a in "$@"; do case "$a" in --benchmark_out=*) out="${a#--benchmark_out=}";; esac; done
+case "$*" in
+  *filter=^ok*) rc=0; entry='{"name": "ok", "iterations": 1}' ;;
+  *filter=^threw*) rc=1; entry='{"name": "threw", "iterations": 0, "error_occurred": true, "error_message": "boom"}' ;;
+  *) kill -SEGV $$ ;;
+esac
+printf '{\n  "context": {},\n  "benchmarks": [\n    %s\n  ]\n}\n' "$entry" > "$out"
+exit $rc
+)");
+  std::filesystem::permissions(child, std::filesystem::perms::owner_all);
+  bench::ResultsFile file(dir.file("run.json"), bench::ResultsFile::Format::kJson, 3);
+  file.set_context(benchmark::BenchmarkReporter::Context());
+  bench::IsolateOptions options;
+  options.program = child;
+  options.pass_stdout = false;
+  const bench::IsolatedRun run = bench::run_isolated({"ok", "threw", "crashed"}, options, file);
+  EXPECT_EQ(run.finished, 3u);
+  EXPECT_EQ(run.failed, 2) << "the benchmark that threw and the one that crashed";
+  EXPECT_FALSE(run.stopped);
+  file.finish("");
+  const auto doc = parse_file(dir.file("run.json"));
+  ASSERT_EQ(doc["benchmarks"].size(), 3u) << doc.dump();
+  EXPECT_EQ(doc["benchmarks"][0]["name"], "ok");
+  EXPECT_EQ(doc["benchmarks"][1]["error_message"], "boom");
+  EXPECT_EQ(doc["benchmarks"][2]["name"], "crashed");
+  EXPECT_EQ(doc["benchmarks"][2]["error_message"].get<std::string>().rfind(
+                "the benchmark's process (--isolate) was killed by SIGSEGV", 0),
+            0u)
+      << doc["benchmarks"][2];
+}
+
 // The console shows the headline counters, and a ms benchmark under 1 ms in microseconds; the file keeps it all.
 TEST(ResultsFile, TheDisplayShowsHeadlineCountersAndMicrosecondsUnder1Ms) {
   using Run = benchmark::BenchmarkReporter::Run;
@@ -313,4 +352,114 @@ TEST(ResultsFile, TheDisplayShowsHeadlineCountersAndMicrosecondsUnder1Ms) {
   Run ns = run_of(1e-9, Run::RT_Iteration);
   ns.time_unit = benchmark::kNanosecond;
   EXPECT_EQ(bench::for_display({ns}, {})[0].time_unit, benchmark::kNanosecond);
+}
+
+namespace {
+// `counters` are exactly `want`: each name once, none missing or extra, each value to the last few bits.
+void expect_counters(const std::vector<std::pair<std::string, double>>& counters,
+                     const std::map<std::string, double>& want) {
+  const std::map<std::string, double> got(counters.begin(), counters.end());
+  EXPECT_EQ(got.size(), counters.size()) << "each counter once";
+  for (const auto& [name, value] : want) {
+    if (!got.count(name)) {
+      ADD_FAILURE() << "missing " << name;
+    } else {
+      EXPECT_DOUBLE_EQ(got.at(name), value) << name;
+    }
+  }
+  for (const auto& [name, value] : got) EXPECT_TRUE(want.count(name)) << "unexpected " << name << " = " << value;
+}
+}  // namespace
+
+// A training repetition's figures, each its formula of the mean step time (the numbers users compare with PyTorch's).
+TEST(TrainFigures, EveryCounterIsItsFormulaOfTheMeanStepTime) {
+  // 250 ms per step of 64 images, 1 GFLOP forward per image, a 1000 GFLOP/s roof, 3.5 MiB peak memory.
+  const auto counters = bench::train_step_counters(250.0, 64, 1e9, 1000.0, 3 * 1024 * 1024 + 512 * 1024);
+  const std::map<std::string, double> want = {
+      {"images_per_s", 256.0},                                                        // 64 / 0.25 s
+      {"ms_per_step", 250.0},          {"epoch_s", 0.25 * 782},                       // ceil(50000 / 64) = 782 steps
+      {"model_gflop_per_step", 192.0},                                                // 3 x 1 GFLOP x 64
+      {"model_tflop_per_s", 0.768},                                                   // 192 GFLOP / 0.25 s
+      {"peak_mem_mib", 3.5},           {"peak_tflop_per_s", 1.0}, {"mfu_pct", 76.8},  // 768 GFLOP/s of 1000
+  };
+  expect_counters(counters, want);
+  // The epoch's steps at the boundaries: a batch that divides 50 000, one that does not, one as large.
+  const auto epoch_s = [](std::int64_t batch) {
+    for (const auto& [name, value] : bench::train_step_counters(1000.0, batch, 1.0, 0.0, 0)) {
+      if (name == "epoch_s") return value;
+    }
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(epoch_s(50000), 1.0);
+  EXPECT_DOUBLE_EQ(epoch_s(25000), 2.0);
+  EXPECT_DOUBLE_EQ(epoch_s(49999), 2.0);
+  EXPECT_DOUBLE_EQ(epoch_s(1), 50000.0);
+  // No roof (none measured for the dtype, or NaN): no MFU and no roof figure, never an infinite one.
+  for (const double roof : {0.0, std::nan("")}) {
+    for (const auto& [name, value] : bench::train_step_counters(250.0, 64, 1e9, roof, 0)) {
+      EXPECT_NE(name, "mfu_pct") << roof;
+      EXPECT_NE(name, "peak_tflop_per_s") << roof;
+      EXPECT_TRUE(std::isfinite(value)) << name;
+    }
+  }
+}
+
+// The phase split's pass: the first step always, then steps while the next would end within the budget, at most
+// kMaxPhaseSteps.
+TEST(TrainFigures, ThePhasePassStopsAtItsStepCountOrItsBudget) {
+  EXPECT_TRUE(bench::another_phase_step(0, 100.0, 100.0)) << "the first step whatever it costs";
+  EXPECT_TRUE(bench::another_phase_step(1, 0.25, 0.25));
+  EXPECT_TRUE(bench::another_phase_step(4, 0.5, 0.5)) << "ending exactly at the budget";
+  EXPECT_TRUE(bench::another_phase_step(4, 0.0, 1.0)) << "a step as long as the budget, on time";
+  EXPECT_FALSE(bench::another_phase_step(4, 0.0, std::nextafter(1.0, 2.0))) << "ending just past it";
+  EXPECT_FALSE(bench::another_phase_step(1, 0.9, 0.2));
+  EXPECT_FALSE(bench::another_phase_step(bench::kMaxPhaseSteps, 0.0, 0.0));
+  EXPECT_TRUE(bench::another_phase_step(bench::kMaxPhaseSteps - 1, 0.0, 0.0));
+  EXPECT_DOUBLE_EQ(bench::kPhaseBudgetSeconds, 1.0);
+}
+
+// An op's rotating input sets: what --op-input-sets asks, else twice the last-level cache's worth, within bounds.
+TEST(OpInputs, SetsFillTwiceTheCacheWithinTheirBounds) {
+  constexpr std::int64_t kMiB = 1024 * 1024, kGiB = 1024 * kMiB;
+  EXPECT_EQ(bench::op_input_set_count(3, 32 * kMiB, 1 * kMiB), 3) << "asked for: as asked";
+  EXPECT_EQ(bench::op_input_set_count(0, 32 * kMiB, 32 * kMiB), 2) << "exactly twice the cache";
+  EXPECT_EQ(bench::op_input_set_count(0, 32 * kMiB, 3 * kMiB), 22) << "ceil(64 / 3)";
+  EXPECT_EQ(bench::op_input_set_count(0, 32 * kMiB, 100 * kMiB), 1) << "one set larger than twice the cache";
+  EXPECT_EQ(bench::op_input_set_count(0, 32 * kMiB, 1 * kMiB), 64);
+  EXPECT_EQ(bench::op_input_set_count(0, 40 * kMiB, 1 * kMiB), bench::kMaxInputSets) << "80 wanted";
+  EXPECT_EQ(bench::op_input_set_count(0, 4 * kGiB, 1 * kGiB), 2) << "8 wanted, 2 GiB in all";
+  EXPECT_EQ(bench::op_input_set_count(0, 4 * kGiB, 3 * kGiB), 1) << "one set above the total bound: still one";
+  EXPECT_EQ(bench::op_input_set_count(0, 32 * kMiB, 0), bench::kMaxInputSets) << "an empty set";
+}
+
+// An op's counters, each its formula of the mean time per call (the console's rates; reports recompute from the
+// median): an op below the ridge, a copy (bytes only), an op judged against the compute roof alone.
+TEST(OpFigures, EveryCounterIsItsFormulaOfTheMeanTimePerCall) {
+  ops::Peak peak;
+  peak.gflop_per_s = 1000.0;
+  peak.gemm_gflop_per_s = 1000.0;
+  peak.conv_gflop_per_s = 800.0;
+  peak.gb_per_s = 400.0;
+  peak.compute_source = "gemm";
+  // 2 GFLOP and 1 GB per call in 4 ms: 500 GFLOP/s, 250 GB/s, 2 FLOP/byte, below the ridge (1000 / 400 = 2.5): bound
+  // by memory, 500 of the 800 GFLOP/s the memory roof allows at 2 FLOP/byte.
+  std::map<std::string, double> want = {{"flops", 2e9},
+                                        {"bytes", 1e9},
+                                        {"gb_per_s", 250.0},
+                                        {"gflop_per_s", 500.0},
+                                        {"flop_per_byte", 2.0},
+                                        {"peak_gflop_per_s", 1000.0},
+                                        {"roof_gemm_gflop_per_s", 1000.0},
+                                        {"roof_conv_gflop_per_s", 800.0},
+                                        {"peak_gb_per_s", 400.0},
+                                        {"pct_of_roof", 62.5}};
+  expect_counters(bench::op_counters(2e9, 1e9, /*bandwidth_roof=*/true, 4.0, peak), want);
+  // No memory roof for this op: 500 of the 1000 GFLOP/s compute roof.
+  want.erase("peak_gb_per_s");
+  want["pct_of_roof"] = 50.0;
+  expect_counters(bench::op_counters(2e9, 1e9, false, 4.0, peak), want);
+  // A copy: bytes alone, against the memory roof: 250 of 400 GB/s.
+  expect_counters(
+      bench::op_counters(0.0, 1e9, true, 4.0, peak),
+      {{"flops", 0.0}, {"bytes", 1e9}, {"gb_per_s", 250.0}, {"peak_gb_per_s", 400.0}, {"pct_of_roof", 62.5}});
 }

@@ -90,13 +90,14 @@ constexpr int kProfileSteps = 10;
 /// Images in one epoch: CIFAR-10's training set.
 constexpr std::int64_t kEpochImages = 50000;
 /// The figures of one training-step repetition from its mean step time (ms), the batch, the model's forward FLOP per
-/// image and the compute roof (GFLOP/s; 0 or NaN: none), as result counters: images_per_s = batch / step time;
-/// ms_per_step; epoch_s = step time x ceil(kEpochImages / batch), the steps of one pass, the last one partial;
-/// model_gflop_per_step = 3 x forward x batch (the forward, and the backward at twice its work); model_tflop_per_s;
-/// peak_mem_mib (the device's peak allocated bytes in MiB); with a roof, peak_tflop_per_s and mfu_pct = 100 x the
-/// model's FLOP rate over the roof.
+/// image and the roofs of its precision (nullptr: none for it), as result counters, as op_counters gives an op's:
+/// images_per_s = batch / step time; ms_per_step; epoch_s = step time x ceil(kEpochImages / batch), the steps of one
+/// pass, the last one partial; model_gflop_per_step = 3 x forward x batch (the forward, and the backward at twice its
+/// work); model_tflop_per_s; peak_mem_mib (the device's peak allocated bytes in MiB); with roofs, their parts
+/// (ops::roof_counters) and, where the compute roof is above 0, peak_tflop_per_s and mfu_pct = 100 x the model's FLOP
+/// rate over it.
 std::vector<std::pair<std::string, double>> train_step_counters(double mean_ms, std::int64_t batch_size,
-                                                                double forward_flop_per_image, double roof_gflop_per_s,
+                                                                double forward_flop_per_image, const ops::Peak* peak,
                                                                 std::int64_t peak_bytes);
 
 /// The per-phase split's instrumented pass: at most kMaxPhaseSteps steps, the first always, a later one only if it

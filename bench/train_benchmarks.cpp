@@ -116,13 +116,9 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
   if (!std::isfinite(last_loss)) throw std::runtime_error(fmt::format("the loss became {} during the run", last_loss));
   const std::int64_t peak_bytes = backend::peak_memory_bytes(device);
 
-  for (const auto& [key, value] :
-       train_step_counters(mean_ms, config.batch_size, ops::model_forward_flops(config.model),
-                           peak ? peak->gflop_per_s : 0.0, peak_bytes)) {
+  for (const auto& [key, value] : train_step_counters(
+           mean_ms, config.batch_size, ops::model_forward_flops(config.model), peak ? &*peak : nullptr, peak_bytes)) {
     state.counters[key] = value;
-  }
-  if (peak) {
-    for (const auto& [key, value] : ops::roof_counters(*peak)) state.counters[key] = value;
   }
   if (const train::LossScaler* scaler = step.scaler()) {
     state.counters["loss_scale"] = scaler->scale_value();
@@ -163,7 +159,7 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
 }  // namespace
 
 std::vector<std::pair<std::string, double>> train_step_counters(double mean_ms, std::int64_t batch_size,
-                                                                double forward_flop_per_image, double roof_gflop_per_s,
+                                                                double forward_flop_per_image, const ops::Peak* peak,
                                                                 std::int64_t peak_bytes) {
   // Rates from the mean step time (plain values: one Google Benchmark iteration is one repetition).
   const double step_s = mean_ms / 1e3;
@@ -177,6 +173,10 @@ std::vector<std::pair<std::string, double>> train_step_counters(double mean_ms, 
       {"model_tflop_per_s", flop_per_step / step_s / 1e12},
       {"peak_mem_mib", static_cast<double>(peak_bytes) / (1024.0 * 1024.0)},
   };
+  if (peak == nullptr) return counters;
+  // What the compute roof is made of, so a reader can see which backend (or the theory) set it.
+  for (const auto& counter : ops::roof_counters(*peak)) counters.push_back(counter);
+  const double roof_gflop_per_s = peak->gflop_per_s;
   if (std::isfinite(roof_gflop_per_s) && roof_gflop_per_s > 0.0) {
     counters.emplace_back("peak_tflop_per_s", roof_gflop_per_s / 1e3);
     // A plain value, not a rate counter: the console would print a percentage as "0.83/s".

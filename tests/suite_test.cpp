@@ -373,19 +373,29 @@ void expect_counters(const std::vector<std::pair<std::string, double>>& counters
 
 // A training repetition's figures, each its formula of the mean step time (the numbers users compare with PyTorch's).
 TEST(TrainFigures, EveryCounterIsItsFormulaOfTheMeanStepTime) {
-  // 250 ms per step of 64 images, 1 GFLOP forward per image, a 1000 GFLOP/s roof, 3.5 MiB peak memory.
-  const auto counters = bench::train_step_counters(250.0, 64, 1e9, 1000.0, 3 * 1024 * 1024 + 512 * 1024);
+  // 250 ms per step of 64 images, 1 GFLOP forward per image, a 1000 GFLOP/s roof (its GEMM's; the convolution's
+  // 800), 3.5 MiB peak memory.
+  ops::Peak peak;
+  peak.gflop_per_s = 1000.0;
+  peak.gemm_gflop_per_s = 1000.0;
+  peak.conv_gflop_per_s = 800.0;
+  const auto counters = bench::train_step_counters(250.0, 64, 1e9, &peak, 3 * 1024 * 1024 + 512 * 1024);
   const std::map<std::string, double> want = {
-      {"images_per_s", 256.0},                                                        // 64 / 0.25 s
-      {"ms_per_step", 250.0},          {"epoch_s", 0.25 * 782},                       // ceil(50000 / 64) = 782 steps
-      {"model_gflop_per_step", 192.0},                                                // 3 x 1 GFLOP x 64
-      {"model_tflop_per_s", 0.768},                                                   // 192 GFLOP / 0.25 s
-      {"peak_mem_mib", 3.5},           {"peak_tflop_per_s", 1.0}, {"mfu_pct", 76.8},  // 768 GFLOP/s of 1000
+      {"images_per_s", 256.0},  // 64 / 0.25 s
+      {"ms_per_step", 250.0},
+      {"epoch_s", 0.25 * 782},          // ceil(50000 / 64) = 782 steps
+      {"model_gflop_per_step", 192.0},  // 3 x 1 GFLOP x 64
+      {"model_tflop_per_s", 0.768},     // 192 GFLOP / 0.25 s
+      {"peak_mem_mib", 3.5},
+      {"peak_tflop_per_s", 1.0},
+      {"mfu_pct", 76.8},  // 768 GFLOP/s of 1000
+      {"roof_gemm_gflop_per_s", 1000.0},
+      {"roof_conv_gflop_per_s", 800.0},
   };
   expect_counters(counters, want);
   // The epoch's steps at the boundaries: a batch that divides 50 000, one that does not, one as large.
   const auto epoch_s = [](std::int64_t batch) {
-    for (const auto& [name, value] : bench::train_step_counters(1000.0, batch, 1.0, 0.0, 0)) {
+    for (const auto& [name, value] : bench::train_step_counters(1000.0, batch, 1.0, nullptr, 0)) {
       if (name == "epoch_s") return value;
     }
     return -1.0;
@@ -394,9 +404,16 @@ TEST(TrainFigures, EveryCounterIsItsFormulaOfTheMeanStepTime) {
   EXPECT_DOUBLE_EQ(epoch_s(25000), 2.0);
   EXPECT_DOUBLE_EQ(epoch_s(49999), 2.0);
   EXPECT_DOUBLE_EQ(epoch_s(1), 50000.0);
-  // No roof (none measured for the dtype, or NaN): no MFU and no roof figure, never an infinite one.
+  // No roofs for the precision: none of their counters. A compute roof of 0 or NaN: its parts, but no MFU and no roof
+  // figure, never an infinite one.
+  for (const auto& [name, value] : bench::train_step_counters(250.0, 64, 1e9, nullptr, 0)) {
+    EXPECT_EQ(name.find("roof"), std::string::npos) << name;
+    EXPECT_NE(name, "mfu_pct");
+    EXPECT_NE(name, "peak_tflop_per_s");
+  }
   for (const double roof : {0.0, std::nan("")}) {
-    for (const auto& [name, value] : bench::train_step_counters(250.0, 64, 1e9, roof, 0)) {
+    peak.gflop_per_s = roof;
+    for (const auto& [name, value] : bench::train_step_counters(250.0, 64, 1e9, &peak, 0)) {
       EXPECT_NE(name, "mfu_pct") << roof;
       EXPECT_NE(name, "peak_tflop_per_s") << roof;
       EXPECT_TRUE(std::isfinite(value)) << name;

@@ -64,6 +64,7 @@ const std::vector<DeviceForm>& device_forms() {
       {R"(\b(?:on|to|at) (?:the |a |an |different )?(CPU|GPU|MPS|CUDA|XPU)s?\b)",
        [](const Groups& g) { return Groups{device_word(g[0])}; }},
       {R"(\b(CPU|GPU|MPS|CUDA|XPU) device\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
+      {R"(\bon device (CPU|GPU|MPS|CUDA|XPU|HIP)\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
       {R"(\b(Meta|CUDA|CPU|MPS|XLA|XPU)(?: \w+)? tensors?\b)",
        [](const Groups& g) { return Groups{to_lower(g[0])}; }},  // "CPU int64 tensor"
       {R"(\b(CUDA|CPU|MPS|XPU|HIP|Meta) (?:Backend|DeviceType)\b)",
@@ -71,6 +72,9 @@ const std::vector<DeviceForm>& device_forms() {
       {R"(Expected a cuda device, but got: ([\w:]+))", [](const Groups& g) { return Groups{g[0]}; }, true},
       {R"(\b(cuda|cpu|mps|xpu|npu|hpu|meta|xla|ipu|mtia|hip)(?::(\d+))?\b)",
        [](const Groups& g) { return Groups{g[1].empty() ? g[0] : g[0] + ":" + g[1]}; }},
+      // Out-of-tree back-ends, named with an ordinal only (their names are words too): "neuron:0", "musa:1".
+      {R"(\b(neuron|musa|mlu|gcu|maia|sdaa|dml|privateuseone|tpu):(\d+)\b)",
+       [](const Groups& g) { return Groups{g[0] + ":" + g[1]}; }},
   };
   return forms;
 }
@@ -148,10 +152,11 @@ std::vector<std::string> devices_in(const std::string& message, bool only_asked_
 bool names_two_devices(const std::string& text) {
   static const RE2& thing = compile(
       R"((?i)\b(?:tensors?|inputs?|weights?|param(?:eter)?s?|model|module|argument|buffers?|ind(?:ex|ices)|storage|)"
-      R"(masks?|outputs?|targets?|labels?|embeddings?|states?|logits|batch|latents?|hidden|kv|cache|generator)\b)");
+      R"(masks?|outputs?|targets?|labels?|embeddings?|states?|logits|batch|latents?|hidden|kv|cache|generator|)"
+      R"(features?|graphs?|nodes?|edges?|arrays?|variables?|values?|vectors?|images?|data)\b)");
   static const RE2& contrast =
       compile(R"((?i)\b(?:but|while|whereas|however|expected|expects?|must|should|instead|different|mismatch\w*|same|)"
-              R"(both|vs\.?|versus|not)\b)");
+              R"(both|vs\.?|versus|not|cannot|can't|unable)\b)");
   constexpr std::size_t kMaxSentences = 64;
   std::size_t start = 0;
   for (std::size_t n = 0; n < kMaxSentences && start < text.size(); ++n) {

@@ -69,12 +69,19 @@ RuleTable::RuleTable() {
       R"(CUDNN_STATUS_(NOT_INITIALIZED|INTERNAL_ERROR|MAPPING_ERROR|EXECUTION_FAILED)|Unable to find a valid cuDNN algorithm)",
       "likely", "cuDNN (handle or workspace)");
   add(gpu, R"(No executable batch size found)", "likely", "the GPU (every batch size tried ran out of memory)");
+  // cudaMalloc that failed, or the runtime's error 2 (cudaErrorMemoryAllocation) by its number: an extension's check.
+  add(gpu,
+      R"(\bCuda error:? ?2\b|\bcudaMalloc\w*\b[^\n]{0,60}?\b(?:fail\w*|error)\b|\b(?:fail\w*|error)\b[^\n]{0,60}?\bcudaMalloc)",
+      "likely", "CUDA runtime (cudaMalloc)", R"(out of memory)");
   add(cpu, R"(posix_memalign\(.*12 vs 0)", "likely", "LibTorch CPU allocator");
+  // DataLoader workers that ran out of the host's shared memory (/dev/shm; a container's default 64 MB).
+  add(cpu, R"(\bout of shared memory\b|\binsufficient shared memory\b)", "likely", "shared memory (/dev/shm)");
   add(cpu, R"(std::bad_alloc)", "likely", "C++ operator new");
   // Python: a device method called on something that is not a tensor (the batch a DataLoader returned is a list).
   // "object" is sometimes left out when the message is retyped ("'tuple' has no attribute 'to'"); a module without the
   // attribute is a broken install, not a batch of the wrong type.
-  add(ErrorKind::kNotATensor, R"('[\w.]+' (?:object )?has no attribute '(?:cuda|cpu|to|device)')", "", "",
+  add(ErrorKind::kNotATensor,
+      R"((?:'|‘|’|`)[\w.]+(?:'|‘|’|`) (?:object )?has no attribute (?:'|‘|’|`)(?:cuda|cpu|to|device)\b)", "", "",
       R"(\bmodule '[\w.]+' has no attribute)");
   // load_state_dict's report (0.4 to 2.x), or 0.3's KeyError: only when the keys differ by "module.".
   add(ErrorKind::kStateDictPrefix,
@@ -84,13 +91,13 @@ RuleTable::RuleTable() {
       // PyTorch's own sentences; "Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "CUDA is not
       // available" and the like are the structures below.
       R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|)"
-      R"(CUDA driver version is insufficient|torch\.(?:cuda|xpu|mps|npu|backends\.mps)\.is_available\(\)(?: is| returned| returns| ?==)? False|deserialize object on a CUDA device|)"
+      R"(CUDA driver version is insufficient|torch\.(?:cuda|xpu|mps|npu|backends\.mps)\.is_available\(\):?(?: is| returned| returns| ?==)? False|deserialize object on a CUDA device|)"
       R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|torch\.cuda\.\w*Tensor is not enabled|)"
       R"(CUDA unknown error - this may be due to an incorrectly set up|)"
       // The structure, in any back-end's words: no accelerator of a kind is available/detected/found; a build
       // without a back-end; a driver that does not initialise or load; a device count of zero.
       R"((?i:\bno (?:[\w-]+ ){0,2}?(?:GPUs?|devices?|accelerators?|platforms?)\b[^.\n]{0,30}?\b(?:available|detected|found|discovered|present)\b)|)"
-      R"((?i:\b(?:couldn't|could not|cannot|can't|failed to|unable to) init(?:iali[sz]e)? (?:the )?(?:CUDA|GPU|HIP|ROCm)\b)|)"
+      R"((?i:\b(?:couldn't|could not|cannot|can't|failed to|unable to) init(?:iali[sz]e)? (?:the )?(?:CUDA|GPU|HIP|ROCm|NVML|XPU|NPU|MPS)\b)|)"
       R"((?i:\brequires an? (?:GPU|CUDA device|CUDA GPU)\b)|)"
       R"((?i:(?:\bnot|n't|\bnever)(?: been)? (?:compiled|linked|buil[dt]|installed) with (?:support for )?(?:GPU|CUDA|ROCm|HIP|MPS|XPU)\b)|)"
       R"((?i:\b(?:compiled|linked|buil[dt]|installed) without (?:any )?(?:GPU|CUDA|ROCm|HIP|MPS|XPU)\b)|)"
@@ -102,7 +109,7 @@ RuleTable::RuleTable() {
       // A driver too old, missing or unreachable; the runtime failing to count devices; a container without GPUs;
       // an extension whose CUDA kernels were not built (mmcv's "implementation for device cuda:0 not found").
       R"((?i:\b(?:NVIDIA|CUDA|GPU) driver (?:on your system )?(?:is too old|was not (?:detected|found|loaded)|is not (?:detected|found|loaded|installed|running)))|)"
-      R"((?i:couldn't communicate with the NVIDIA driver)|(?i:error from cudaGetDeviceCount)|)"
+      R"((?i:couldn't communicate with the NVIDIA driver)|(?i:error from (?:cuda|hip)GetDeviceCount)|)"
       R"((?i:could not select device driver[^\n]*capabilities: \[\[gpu\]\])|)"
       R"((?i:\bimplementation for (?:device )?(?:cuda|hip)\S* not found)|(?i:without (?:the )?ATen_cuda library)|)"
       R"((?i:CUDA-capable devices?(?: ?\(s\))? (?:is/are|are|is) busy or unavailable)|)"
@@ -118,21 +125,43 @@ RuleTable::RuleTable() {
       R"((?i:\bfailed to create (?:CUDA|TensorRT|ROCM|MIGraphX|DML)ExecutionProvider\b)|(?i:\bGPU dependencies are not loaded\b)|)"
       R"((?i:\bfailed to infer device type\b)|(?i:\bfailed to initiali[sz]e NVML\b)|(?i:\bdriver/library version mismatch\b)|)"
       R"((?i:\bdriver (?:is |was )?not (?:initiali[sz]ed|loaded)\b)|\bCUDA_ERROR_NO_DEVICE\b|\b(?:cuda|hip)ErrorNoDevice\b|)"
-      R"(\b\w*_DEVICE_NOT_FOUND\b|(?i:\b(?:an? )?(?:CUDA[- ]capable )?(?:GPU|CUDA device)s? (?:is|are) (?:required|needed)\b)|)"
+      R"(\b\w*_DEVICE_NOT_(?:FOUND|AVAILABLE)\b|(?i:\b(?:an? )?(?:CUDA[- ]capable )?(?:GPU|CUDA device)s? (?:is|are) (?:required|needed)\b)|)"
       R"((?i:\b(?:CUDA|GPU|XPU|HIP|NPU|MPS) device count is (?:zero|0)\b)|)"
       R"(\blib(?:cudart|nvidia-ml)\.so(?:\.\d+)*: cannot open shared object file|)"
       // "GPU not detected", "could not find any CUDA device", "CUDA unavailable", "a CPU-only build of PyTorch".
       R"((?i:\b(?:GPUs?|CUDA(?: devices?)?|CUDA-capable devices?|accelerators?) (?:was |were |is |are )?(?:not|never) (?:found|detected|recogni[sz]ed|visible|usable)\b)|)"
-      R"((?i:\b(?:can ?not|can't|could not|couldn't|failed to|unable to) (?:find|detect|locate|see|use) (?:a |any |an |the )?(?:usable |available |compatible |supported )?(?:NVIDIA |AMD |CUDA[- ]capable |CUDA )?(?:GPUs?|CUDA devices?|accelerators?)\b)|)"
+      R"((?i:\b(?:can ?not|can't|could not|couldn't|failed to|unable to) (?:find|detect|locate|see|use) (?:a |any |an |the )?(?:usable |available |compatible |supported )?(?:[\w-]+ )?(?:GPUs?|CUDA devices?|accelerators?)\b)|)"
+      // A build, a library or a machine without the back-end, in more words: "this PyTorch installation does not
+      // support CUDA", "Device API cuda is not enabled. Please install the cuda version of dgl", "has no usable HIP
+      // accelerator", "the CUDA video backend is not available", "CUDA is not installed properly".
+      R"((?i:\b(?:installation|install|build|wheel|binary|version) (?:of [\w.-]+ )?(?:does not|doesn't|do not) support (?:GPU|CUDA|ROCm|HIP|MPS|XPU)\b)|)"
+      R"((?i:\b(?:device API|backend|support) (?:for )?'?(?:cuda|gpu|rocm|hip)'? (?:is )?not enabled\b)|(?i:\binstall the (?:cuda|gpu|rocm) (?:version|build)\b)|)"
+      R"((?i:\bno (?:usable|working|functional|compatible|supported|available) (?:[\w-]+ )?(?:GPUs?|accelerators?|CUDA devices?)\b)|)"
+      R"((?i:\b(?:GPU|CUDA|ROCm|HIP|MPS|XPU|NPU)(?: \w+)? (?:backend|support|acceleration|runtime) (?:is |are )?(?:not available|unavailable)\b)|)"
+      R"((?i:\b(?:CUDA|GPU|ROCm|HIP)(?: \w+)? (?:is |was )?not (?:linked|installed|set up|configured|detected) (?:properly|correctly)\b)|)"
+      // torch.accelerator's "Cannot access accelerator device when none is available", Triton's "0 active drivers"
+      // and "libcuda.so cannot found", the runtime's codes for a driver that cannot serve it: a stub library in a
+      // container, a fabric manager not yet up, forward compatibility on a GPU that does not have it.
+      R"((?i:\b(?:accelerator|GPU|CUDA|device)s?\b[^\n.]{0,30}\bnone (?:is|are) available\b)|\b0 active drivers\b|)"
+      // cpp_extension's "No CUDA runtime is found", "There are not available cuda devices", a failed
+      // `assert torch.cuda.is_available()` (the frame's source line, kept for it: classify_text.cpp).
+      R"((?i:\bno (?:CUDA|ROCm|HIP|GPU) runtime\b[^.\n]{0,20}?\b(?:available|detected|found|installed)\b)|)"
+      R"((?i:\bnot (?:any )?available (?:CUDA |GPU |NVIDIA )?(?:devices?|GPUs?)\b)|)"
+      R"(^assert\s+(?:torch\.)?(?:cuda|xpu|mps|npu|backends\.mps)\.is_available\(\)|)"
+      R"((?i:\blibcuda\.so\S*:? (?:cannot|can't|could not|couldn't) (?:be )?(?:found|find|open|load))|)"
+      R"((?i:\bdriver is a stub library\b|cudaErrorStubLibrary|\bsystem not yet initiali[sz]ed\b|cudaErrorSystemNotReady)|)"
+      R"((?i:\bforward compatibility was attempted on non supported HW\b|cudaErrorCompatNotSupportedOnDevice)|)"
       R"((?i:\b(?:CUDA|GPUs?|accelerators?) (?:is |are )?unavailable\b)|(?i:\bCPU[- ]only (?:build|version|install\w*|wheel|PyTorch|torch)\b)|)"
       R"((?i:\b(?:cudart64_\w+|nvcuda)\.dll\b[^\n]{0,60}?\bnot (?:found|be found|loaded)))");
   add(ErrorKind::kInvalidDevice,
       R"(invalid device ordinal|Invalid device string|device type at start of device string|torch\.cuda\.device_count\(\) is \d+|)"
-      R"(Device index must not be negative|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
-      R"(device >= 0 && device < num_gpus|CUDA device ordinal|)"
+      R"(Device index must (?:not be negative|be -1 or non-negative)|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
+      R"(device >= 0 && device < num_gpus|CUDA device ordinal|\b(?:cuda|hip)ErrorInvalidDevice\b|)"
       // A numbered device that is not there: "The requested device for vllm (cuda:1) is not available".
       R"((?i:\b(?:cuda|xpu|npu|hip|mps|gpu):\d+\)? (?:is not available|does not exist)\b)|)"
-      R"(Expected a torch\.device with a specified index)");
+      R"(Expected a torch\.device with a specified index|)"
+      // A library's own check of a device string: "Invalid device: cuda:0", "Please input valid device: 'cpu', ...".
+      R"((?i:\binvalid device(?: (?:string|name|id|index))?\s*[:=]\s*\S)|(?i:\b(?:input|pass|give|provide|specify) (?:a )?valid device\b))");
   add(ErrorKind::kMetaTensor,
       R"(meta tensor|with Meta tensors|from the 'Meta' backend|on device meta|\bmeta\b and|and meta\b|device='meta'|on meta\b|)"
       R"((?i:\b(?:is|was) on the meta device\b))");
@@ -146,6 +175,10 @@ RuleTable::RuleTable() {
       // A check that only device (CUDA/XLA) tensors pass, failed: "index must be CUDA tensor", "Expected u.is_cuda() to
       // be true", "Input tensor is not an XLA tensor", Triton's "(cpu tensor?)", FSDP's "single device modules".
       R"((?i:\bmust be (?:a |an )?(?:CUDA|GPU|XLA|MPS|XPU) tensors?\b|\bis not an? (?:CUDA|GPU|XLA|MPS|XPU) tensor\b)|)"
+      // "q must be on CUDA", "all tensors must be on devices[0]", "should be on the same device".
+      R"((?i:\bmust be on (?:the )?(?:CUDA|GPU|XLA|MPS|XPU)\b)|must be on devices\[0\]|)"
+      R"((?i:\b(?:should|need to|needs to|have to|has to) be on the same device\b)|)"
+      R"((?i:\bmust be an? (?:CPU|CUDA|GPU) tensor\b[^\n]{0,40}?\b(?:currently|is|are) on (?:device )?\w+)|)"
       R"(\.is_cuda\(\) (?:to be true|INTERNAL ASSERT FAILED)|cannot be accessed from Triton \(cpu tensor\?\)|)"
       R"(only supports single[- ]device modules|Unhandled FakeTensor Device Propagation|)"
       R"((?i:\bconvert (?:a |the )?(?:cuda|mps|gpu|xpu)\S* (?:device type )?tensor to (?:numpy|R\b|host))|)"
@@ -163,8 +196,8 @@ RuleTable::RuleTable() {
   for (const char* p :
        {R"(Expected object of ((?:backend|device type) \w+) but got ((?:backend|device type) \w+))",
         R"(Expected object of type (\S+) but found type (\S+))",
-        R"((?i:expected) ((?:device|backend) \S+?)(?: and dtype \w+)? but got ((?:device|backend) \S+))",
-        R"(Input type (\(.*?\)) and weight type (\(.*?\)) should be the same)",
+        R"((?i:expected) ((?:device|backend) \S+?)(?: and dtype \w+)? but got ((?:(?:device|backend) )?[\w:]+))",
+        R"(Input type (\(.*?\)) and weight type (\(.*?\)))",
         R"(invalid gradient at index \d+ - expected (?:type|device) (.+?) but got (.+))",
         R"(Expected tensor to have (\w+ (?:Backend|DeviceType)), but got tensor with (\w+ (?:Backend|DeviceType)))",
         R"('lengths' argument should be a (1D CPU int64 tensor), but got (\d+D \S+ \w+ tensor))",
@@ -191,7 +224,8 @@ RuleTable::RuleTable() {
   // almost always is in PyTorch; not advice about what may cause one.
   add(gpu, R"(\bout of memory\b|\bran out of memory\b|\bOOM(?:ed)?\b|OutOfMemory)", "certain",
       "the GPU (the message does not say which allocator)",
-      R"((?:may|might|could|can|will|to avoid|avoid|prevent\w*|reduce|risk of|in case of|if you (?:get|see|encounter|run into))\s+(?:\w+\s+){0,3}?(?:an? )?(?:OOM|out of memory|CUDA out of memory)|has no attribute '\w*OutOfMemory)");
+      R"((?:may|might|could|can|will|to avoid|avoid|prevent\w*|reduce|risk of|in case of|if you (?:get|see|encounter|run into))\s+(?:\w+\s+){0,3}?(?:an? )?(?:OOM|out of memory|CUDA out of memory)|has no attribute '\w*OutOfMemory)")
+      .yields_to_another_cause = true;
   // A budget or pool that ran dry, without saying it was the device's memory: a server's KV cache, an allocator's
   // status code (SYCL/Level Zero, XLA), a truncated "Allocation on device".
   add(gpu,

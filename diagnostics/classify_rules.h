@@ -26,6 +26,9 @@ struct Rule {
   bool two_sides = false;
   /// A further test of the matched text, for what one pattern cannot say.
   bool (*holds)(const std::string& text) = nullptr;
+  /// Loose words: the rule stays quiet where the text names another cause (an illegal memory access after a
+  /// framework's "Recovering from OOM error"), as the "likely" verdicts do.
+  bool yields_to_another_cause = false;
 };
 
 struct RuleTable {

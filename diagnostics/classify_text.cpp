@@ -31,9 +31,10 @@ struct LinePatterns {
       R"(^(?:\s*(?:Traceback \(|Traceback of |frame #\d+|Exception raised from |\[Previous line repeated|)"
       R"(During handling of the above exception|The above exception was the direct cause|[\^~]+(?:\s*<-+ HERE)?\s*$|)"
       R"(<ipython-input-|│|╭|╰|┃|❱)|(?:\s*-+>|\s{2,})\s*\d+(?:\s|$)))");
-  // A `raise` statement: source, unless it is all a one-line paste has ("raise ValueError("No available memory ...")
-  // ValueError: No available memory ..."), so it counts only where no other line says an error.
-  const RE2& raise = compile(R"(^\s*raise\s)");
+  // A `raise` or `assert` statement: source, but it says what went wrong (`raise AssertionError("Torch not compiled
+  // with CUDA enabled")` where a paste stops before the exception's line, `assert torch.cuda.is_available(), "CPU
+  // training is not allowed."`), so it counts, as any line that names no error, only where no other line says one.
+  const RE2& raise = compile(R"(^\s*(?:raise|assert)\s)");
   // An exception's line: its type (any module path, any case, a full-width colon), LibTorch's what(), terminate.
   const RE2& exception = compile(R"(^\s*(?:terminate called after throwing an instance of '[^']*'\s*|what\(\):\s*|)"
                                  R"((?:[A-Za-z_]\w*\.)*\w*(?i:error|exception)(?:\[[^\]]*\])?\s*(?::|：|$)\s*))");
@@ -42,7 +43,9 @@ struct LinePatterns {
       compile(R"(\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
   const RE2& warning = compile(R"(^\s*(?:[A-Za-z_]\w*\.)*\w*Warning\s*(?::|：)\s*)");
   // load_state_dict lists missing and unexpected keys on lines of their own.
-  const RE2& key_report = compile(R"(^\s*(?:(?:Missing|Unexpected) key\(s\) in state_dict|size mismatch for ))");
+  // A key list's own lines ("module.fc.bias",) continue it too.
+  const RE2& key_report = compile(
+      R"(^\s*(?:(?:Missing|Unexpected) key(?:\(s\)|s)? in state_dict|size mismatch for |["'][\w.-]+["'],?\s*$))");
   // "wandb: ...", "INFO: ...": a logger's next record, not a wrapped line.
   const RE2& next_record = compile(R"(^\s*[A-Za-z_][\w.]*: )");
 };
@@ -130,25 +133,28 @@ void Scanner::feed(StringPiece raw) {
   const bool after_frame = after_frame_;
   after_frame_ = RE2::PartialMatch(line, p.frame);
   const bool raise = RE2::PartialMatch(line, p.raise);
-  if (after_frame_ || (raise && after_frame) || RE2::PartialMatch(line, p.noise)) {
-    close();
-    return;
-  }
   StringPiece message = line;
   StringPiece type;  // the exception's type, where the line starts with one
   Tier tier = RE2::Consume(&message, p.exception) ? kException : error_word ? kErrorLine : kOther;
   if (tier == kException) type = StringPiece(line.data(), static_cast<std::size_t>(message.data() - line.data()));
-  if (tier != kException && after_frame) {  // the source line a frame shows: `return F.linear(input, ...)`
+  // An exception after other text on one line: "x.cuda(i) RuntimeError: CUDA error (10): ...", and a traceback pasted
+  // as one line ('File "f.py", line 9, in g     return torch.embedding(...) RuntimeError: Expected all ...'): the
+  // frame and its source line before it are not the error, the exception is.
+  StringPiece inside;
+  const bool exception_inside = tier != kException && RE2::PartialMatch(line, p.exception_inside, &inside);
+  if (exception_inside) after_frame_ = false;
+  if (!exception_inside &&
+      (after_frame_ || RE2::PartialMatch(line, p.noise) ||
+       (tier != kException && after_frame && !raise))) {  // after a frame: its source, `return F.linear(input, ...)`
     close();
     return;
   }
   if (tier != kException) {
-    StringPiece type;
-    if (RE2::PartialMatch(line, p.exception_inside, &type)) {
-      message = StringPiece(type.data(), static_cast<std::size_t>(line.end() - type.data()));
+    if (exception_inside) {
+      message = StringPiece(inside.data(), static_cast<std::size_t>(line.end() - inside.data()));
       RE2::Consume(&message, p.exception);
       tier = kException;
-      type = StringPiece(type.data(), static_cast<std::size_t>(message.data() - type.data()));
+      type = StringPiece(inside.data(), static_cast<std::size_t>(message.data() - inside.data()));
     } else if (RE2::Consume(&message, p.warning)) {
       tier = kErrorLine;
     } else if (raise) {

@@ -92,6 +92,11 @@ void explain_cpu_memory(Diagnosis& d) {
     d.explanation =
         "Python (NumPy) could not allocate an array: the host or the process's memory limit had no room "
         "for it. Arrays built from a whole dataset are the usual cause.";
+  } else if (contains(a, "shared memory")) {
+    d.explanation =
+        "The DataLoader's worker processes hand each batch to the training process through shared memory "
+        "(/dev/shm), and it ran out: a container gets 64 MB of it unless told otherwise, and every worker holds "
+        "batches in flight.";
   } else if (contains(a, "operator new")) {
     d.explanation =
         "A C++ allocation failed (std::bad_alloc): likely out of host memory, or a size so large it cannot be "
@@ -102,6 +107,14 @@ void explain_cpu_memory(Diagnosis& d) {
         "limit). Batch size and any tensor built from the whole dataset are the usual causes.";
   }
   if (d.confidence == "likely") d.explanation = "Likely out of memory. " + d.explanation;
+  if (contains(a, "shared memory")) {
+    d.fix_cpp = "// docker run --shm-size=8g (or --ipc=host); fewer DataLoader workers or smaller batches";
+    d.fix_python =
+        "# docker run --shm-size=8g (or --ipc=host); or fewer workers:\n"
+        "loader = DataLoader(dataset, batch_size=batch_size, num_workers=2)\n"
+        "torch.multiprocessing.set_sharing_strategy('file_system')  # files instead of /dev/shm";
+    return;
+  }
   d.fix_cpp = "// smaller batch; stream the data in batches instead of one giant tensor; check ulimit -v";
   d.fix_python = "batch_size //= 2  # and load data lazily (a Dataset + DataLoader) instead of all at once";
 }

@@ -335,6 +335,101 @@ TEST(Explain, StructuresNotSentences) {
             "meta_tensor");
 }
 
+// Structures written from the tuning half (tests/fixtures/explain/README.md, 2026-11-29): each line a real message.
+TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
+  const auto kind = [](const std::string& text) { return kind_name(explain_error(text).kind); };
+  for (const char* text :
+       {"Horovod build with GPU support was requested but this PyTorch installation does not support CUDA.",
+        "dgl._ffi.base.DGLError: [17:19:38] /opt/dgl/src/runtime/c_runtime_api.cc:88: Check failed: allow_missing: "
+        "Device API gpu is not enabled. Please install the cuda version of dgl.",
+        "Unsloth detected signs of an AMD ROCm GPU, but your current PyTorch build has no usable HIP accelerator.",
+        "Unsloth cannot find any torch accelerator? You need a GPU.",
+        "RuntimeError: cuda video backend is not available.", "Native API returns: -2 (PI_ERROR_DEVICE_NOT_AVAILABLE)",
+        "UserWarning: HIP initialization: Unexpected error from hipGetDeviceCount(). Did you run some cuda functions "
+        "before calling NumHipDevices() that might have already set an error? Error 101: hipErrorInvalidDevice",
+        "RuntimeError: Cannot access accelerator device when none is available.",
+        "RuntimeError: 0 active drivers ([]). There should only be one.", "AssertionError: libcuda.so cannot found!",
+        "RuntimeError: CUDA error: CUDA driver is a stub library",
+        "RuntimeError: CUDA error: system not yet initialized",
+        "CUDA call failed lazily at initialization with error: Error 804: forward compatibility was attempted on non "
+        "supported HW",
+        "UserWarning: Can't initialize NVML", "ImportError: Unsloth: CUDA is not linked properly.",
+        "torch.cuda.is_available(): False"}) {
+    EXPECT_EQ(kind(text), "cuda_unavailable") << text;
+  }
+  // A failed `assert torch.cuda.is_available()`, a `raise` where the paste stops before the exception's line: the
+  // statement says what went wrong.
+  EXPECT_EQ(kind("  File \"train.py\", line 41, in main\n    assert torch.cuda.is_available(), \"CPU training is not "
+                 "allowed.\"\nAssertionError: CPU training is not allowed."),
+            "cuda_unavailable");
+  EXPECT_EQ(kind("  File \"torch/cuda/__init__.py\", line 305, in _lazy_init\n    raise AssertionError(\"Torch not "
+                 "compiled with CUDA enabled\")"),
+            "cuda_unavailable");
+  for (const char* text : {"No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
+                           "When I try to run the test.py, I met the error \"There are not available cuda devices!\"",
+                           "UserWarning: Failed to initialize XPU devices. The driver may not be installed, installed "
+                           "incorrectly, or incompatible with the current setup."}) {
+    EXPECT_EQ(kind(text), "cuda_unavailable") << text;
+  }
+  for (const char* text :
+       {"error: 'hipErrorInvalidDevice'(1010) at square.cpp:60",
+        "RuntimeError: Device index must be -1 or non-negative, got -2", "ValueError: Invalid device: cuda:0",
+        "ValueError: Please input valid device: 'cpu', 'cuda', 'cuda:0', '0' !"}) {
+    EXPECT_EQ(kind(text), "invalid_device") << text;
+  }
+  // A GPU that works, a library or a kernel that does not: not these kinds.
+  for (const char* text :
+       {"RuntimeError: Distributed package doesn't have NCCL built in",
+        "RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch "
+        "(11.8).",
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+        "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
+        "the 'spawn' start method"}) {
+    EXPECT_EQ(kind(text), "unknown") << text;
+  }
+  const auto mismatch = [](const std::string& text, const std::vector<std::string>& devices) {
+    const Diagnosis d = explain_error(text);
+    EXPECT_EQ(kind_name(d.kind), "device_mismatch") << text;
+    EXPECT_EQ(d.devices, devices) << text;
+  };
+  mismatch("q must be on CUDA", {"cuda"});
+  mismatch("RuntimeError: all tensors must be on devices[0]", {});
+  mismatch("ValueError: Attention bias and Query/Key/Value should be on the same device", {});
+  mismatch("RuntimeError: permute must be a CPU tensor; it is currently on device CUDA", {"cpu", "cuda"});
+  mismatch(
+      "DGLError: Cannot assign node feature \"h\" on device cuda:0 to a graph on device cpu. Call DGLGraph.to() "
+      "to copy the graph to the same device.",
+      {"cuda:0", "cpu"});
+  // A paste cut short still names both sides.
+  mismatch("RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be th",
+           {"cpu", "cuda"});
+  // A container where a tensor was expected, in any quotes.
+  EXPECT_EQ(kind("to.(device) AttributeError: \u2018list\u2018 object has no attribute \u2018to\u2018"),
+            "not_a_tensor");
+  EXPECT_EQ(kind("I got error ('dict' object has no attribute 'to) because of inputs is dict of tensors."),
+            "not_a_tensor");
+  // Memory: a failed cudaMalloc (error 2 is cudaErrorMemoryAllocation) is likely; the words win where they are there.
+  EXPECT_EQ(explain_error("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]").confidence, "likely");
+  EXPECT_EQ(
+      explain_error("CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory").confidence,
+      "certain");
+  const Diagnosis shm = explain_error(
+      "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's "
+      "workers are out of shared memory. Please try to raise your shared memory limit.");
+  EXPECT_EQ(kind_name(shm.kind), "out_of_memory_cpu");
+  EXPECT_EQ(shm.confidence, "likely");
+  // Loose words about memory yield to another cause: the framework recovered from an OOM, then memory was corrupted.
+  EXPECT_EQ(kind("Recovering from OOM error; New batch size: 1\nTraceback (most recent call last):\n  File "
+                 "\"detect.py\", line 65, in batch_detect\n    imgs = torch.from_numpy(imgs).float().to(device)\n"
+                 "RuntimeError: CUDA error: an illegal memory access was encountered"),
+            "unknown");
+  // An out-of-tree back-end named with its ordinal, across a wrapped line.
+  mismatch(
+      "RuntimeError: Function CompiledFunctionBackward returned an invalid\ngradient at index 0 - expected "
+      "device cpu but got neuron:0",
+      {"cpu", "neuron:0"});
+}
+
 TEST(Explain, ACheckpointOfACompiledModelHasTheOrigModPrefix) {
   const Diagnosis d = explain_error(
       "RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: \"fc.weight\", "
@@ -369,6 +464,11 @@ TEST(Explain, ACheckpointOfADataParallelModelHasTheModulePrefix) {
                                     "\"head.weight\".")
                           .kind),
             "unknown");
+  // One list alone, with the prefix on every key, over lines of keys.
+  EXPECT_EQ(
+      kind_name(
+          explain_error("Missing keys in state_dict:\n\"_orig_mod.betas\", \n\"_orig_mod.alphas_cumprod\",").kind),
+      "state_dict_prefix");
 }
 
 TEST(Explain, DataParallelWithTheModelOnTheCpuNamesBothDevices) {
@@ -402,6 +502,20 @@ TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
       "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
   EXPECT_EQ(kind_name(shape.kind), "unknown");
   EXPECT_EQ(shape.message, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+  // A traceback pasted as one line: the frame and its source before the exception are not the message.
+  const Diagnosis one_line = explain_error(
+      "File \"C:\\AI\\torch\\nn\\functional.py\", line 2210, in embedding     return torch.embedding(weight, "
+      "input, padding_idx, scale_grad_by_freq, sparse) RuntimeError: Expected all tensors to be on the same device, "
+      "but found at least two devices, cpu and cuda:0! (when checking argument for argument index in method "
+      "wrapper__index_select)");
+  EXPECT_EQ(kind_name(one_line.kind), "device_mismatch");
+  EXPECT_EQ(one_line.message.rfind("Expected all tensors", 0), 0u) << one_line.message;
+  EXPECT_EQ(one_line.argument.value_or(""), "index");
+  // The same after a frame, on the source line.
+  EXPECT_EQ(kind_name(explain_error("  File \"m.py\", line 3, in f\n    return x.cuda() RuntimeError: No CUDA GPUs are "
+                                    "available")
+                          .kind),
+            "cuda_unavailable");
   // A `raise` statement that quotes the message is source, too; LibTorch's what() is the message.
   EXPECT_EQ(explain_error("    raise AssertionError(\"Torch not compiled with CUDA enabled\")\n"
                           "AssertionError: Torch not compiled with CUDA enabled")
@@ -507,6 +621,11 @@ TEST(Explain, EachOutOfMemoryLibraryIsNamedExplainedAndFixedAsItself) {
        "out_of_memory_cpu", "LibTorch CPU allocator", "The host could not allocate the memory asked for", ""},
       {"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.73 GiB for an array with shape (500000, 1000)",
        "out_of_memory_cpu", "Python / NumPy", "Python (NumPy) could not allocate an array", ""},
+      {"RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's "
+       "workers are out of shared memory. Please try to raise your shared memory limit.",
+       "out_of_memory_cpu", "shared memory (/dev/shm)", "through shared memory", "--shm-size"},
+      {"RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]", "out_of_memory_gpu", "CUDA runtime (cudaMalloc)",
+       "A CUDA call outside LibTorch's caching allocator", ""},
   };
   for (const auto& c : cases) {
     const Diagnosis d = explain_error(c.text);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Adds harvested messages to the harvest's halves, keeping the split by project.
 
-Usage: curate.py FIXTURE_DIR PART.jsonl...
+Usage: curate.py [--new-heldout] FIXTURE_DIR PART.jsonl...
   FIXTURE_DIR: tests/fixtures/explain (harvest_tuning.jsonl, harvest_heldout.jsonl, corpus_*.jsonl).
   PART.jsonl: new messages, one JSON object a line with text, kind, devices, argument, confidence, near_miss, source,
   project, note (the fields of the halves, without id), each labelled from its text alone.
@@ -9,22 +9,42 @@ A new message goes to the side its project is on; a project neither half has goe
 half grows only by a fresh harvest split as round one was: whole projects, sides balanced, before any rule is tuned).
 Dropped: texts either half or corpus_*.jsonl already holds, duplicates, other stacks' messages (TensorFlow, JAX,
 Keras, Paddle, Julia, llama.cpp). Then run relabel.py on both halves.
+--new-heldout: a fresh harvest becomes the held-out half. The held-out half so far, worn by being scored (and read,
+once its successor exists), joins the tuning half; every message of the parts goes to the new held-out half, and a
+part's project that any file already has is an error (whole repositories on one side).
 """
 import json
+import os
 import re
 import sys
 
-fixtures, parts = sys.argv[1], sys.argv[2:]
+args = sys.argv[1:]
+new_heldout = '--new-heldout' in args
+args = [a for a in args if a != '--new-heldout']
+fixtures, parts = args[0], args[1:]
 halves = {side: [json.loads(l) for l in open(f'{fixtures}/harvest_{side}.jsonl') if l.strip()]
           for side in ('tuning', 'heldout')}
+# A harvest held out whole beside the halves, where one is kept (harvest_fresh.jsonl: none since 2026-11-29).
+fresh_path = f'{fixtures}/harvest_fresh.jsonl'
+fresh = [json.loads(l) for l in open(fresh_path) if l.strip()] if os.path.exists(fresh_path) else []
 side_of = {e['project']: side for side, es in halves.items() for e in es}
-seen = {e['text'].strip() for es in halves.values() for e in es}
+side_of.update({e['project']: 'fresh' for e in fresh})
+seen = {e['text'].strip() for es in list(halves.values()) + [fresh] for e in es}
+if new_heldout:
+    for part in parts:
+        for line in open(part):
+            if line.strip() and json.loads(line)['project'].strip().lower() in side_of:
+                sys.exit(f"curate.py: {part}: project {json.loads(line)['project']} is already in "
+                         f"harvest_{side_of[json.loads(line)['project'].strip().lower()]}.jsonl")
+    halves['tuning'] += halves['heldout']
+    halves['heldout'] = []
+    side_of = {}
 for name in ('corpus_device', 'corpus_memory'):
     seen |= {json.loads(l)['text'].strip() for l in open(f'{fixtures}/{name}.jsonl') if l.strip()}
 other_stack = re.compile(r'tensorflow|OOM when allocating tensor|/job:localhost|\bjax\b|jaxlib|\bkeras\b|paddle|'
                          r'CUDAPlace|cutorch|julia|\.jl\b|haskell|darknet|ggml|llama\.cpp|cortex\.cpp|chatglm\.cpp|'
                          r'ctranslate2', re.I)
-ids = {e['id'] for es in halves.values() for e in es}
+ids = {e['id'] for es in list(halves.values()) + [fresh] for e in es}
 added = {'tuning': 0, 'heldout': 0}
 for path in parts:
     for line in open(path):
@@ -44,7 +64,9 @@ for path in parts:
             k += 1
             ident = f'{base}-{k}'
         ids.add(ident)
-        side = side_of.get(e['project'], 'tuning')
+        side = 'heldout' if new_heldout else side_of.get(e['project'], 'tuning')
+        if side == 'fresh':
+            sys.exit(f"curate.py: {path}: project {e['project']} is in harvest_fresh.jsonl, which is held out whole")
         halves[side].append({'id': ident, 'text': e['text'], 'kind': e['kind'], 'devices': e['devices'],
                              'argument': e['argument'], 'confidence': e['confidence'],
                              'near_miss': bool(e.get('near_miss')), 'source': e['source'], 'project': e['project'],

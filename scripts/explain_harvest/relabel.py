@@ -38,6 +38,35 @@ conventions = [
     ('the driver library cannot be loaded', lambda e: e['kind'] == 'unknown' and re.search(r'libcuda\.so(?:\.\d+)?: cannot open shared object file', e['text']),
      lambda e: e.update(kind='cuda_unavailable', near_miss=False)),
     # docs/diagnostics.md: "certain" when the text itself says memory ran out.
+    # docs/diagnostics.md's table: an allocator's own ALLOC_FAILED status and the 1.x numbers pasted alone are certain.
+    ('a certain memory status', lambda e: e['kind'] == 'out_of_memory_gpu' and e['confidence'] == 'likely'
+        and re.search(r'CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|Tried to allocate [0-9.]+ ?[KMGT]i?B \(GPU \d+;', e['text']),
+     lambda e: e.update(confidence='certain')),
+    # THC's "arguments are located on different GPUs" names the GPU as a word: cuda, as the corpus has it.
+    ('different GPUs is cuda', lambda e: e['kind'] == 'device_mismatch' and not e['devices']
+        and re.search(r'located on different GPUs', e['text']),
+     lambda e: e.update(devices=['cuda'])),
+    # index's "indices should be either on cpu or on the same device as the indexed tensor (X)": cpu, then X if another.
+    ('indices on cpu or X', lambda e: e['kind'] == 'device_mismatch'
+        and re.search(r'indices should be either on cpu or on the same device as the indexed tensor \((\w+(?::\d+)?)\)', e['text'])
+        and e['devices'] != (lambda x: ['cpu'] if x == 'cpu' else ['cpu', x])(
+            re.search(r'indexed tensor \((\w+(?::\d+)?)\)', e['text']).group(1)),
+     lambda e: e.update(devices=(lambda x: ['cpu'] if x == 'cpu' else ['cpu', x])(
+         re.search(r'indexed tensor \((\w+(?::\d+)?)\)', e['text']).group(1)))),
+    # The corpus's not_a_tensor: a device method or attribute (cuda, cpu, to, device) asked of any Python object that
+    # is not a tensor ('NoneType', 'SGD', 'tuple'); a module without it ("module 'torch' has no attribute 'cuda'") is
+    # a broken install and stays a near-miss.
+    ('a device attribute of a non-tensor', lambda e: e['kind'] == 'unknown' and re.search(
+        r"(?:'|‘|’|`)[\w.]+(?:'|‘|’|`) (?:object )?has no attribute (?:'|‘|’|`)(?:cuda|cpu|to|device)(?:'|‘|’|`)", e['text'])
+        and not re.search(r"\bmodule '[\w.]+' has no attribute", e['text']),
+     lambda e: e.update(kind='not_a_tensor', near_miss=False)),
+    # corpus_device.jsonl's sd-module-missing-dp-truncated-deeplab48: a DataParallel model's report listing only keys
+    # with "module." (the other list cut off) is the prefix.
+    ('a wrapper report with prefixed keys alone', lambda e: e['kind'] == 'unknown' and re.search(
+        r'state_dict for (?:DataParallel|DistributedDataParallel):\s*(?:Missing|Unexpected) key\(s\) in state_dict: "module\.', e['text'])
+        and not re.search(r'(?s)(?:Missing|Unexpected) key\(s\).*(?:Missing|Unexpected) key\(s\)', e['text'])
+        and all(k.startswith('module.') for k in re.findall(r'"([\w.]+)"', e['text'])),
+     lambda e: e.update(kind='state_dict_prefix', near_miss=False)),
     ('says memory ran out: certain', lambda e: e['kind'].startswith('out_of_memory') and e['confidence'] == 'likely'
         and re.search(r'(?i)\bout of memory\b|\bran out of memory\b|\bOOM(?:ed)?\b', e['text']),
      lambda e: e.update(confidence='certain')),

@@ -207,6 +207,18 @@ def show_defaults(tp):
     return found
 
 
+def show_settings(tp, show_args):
+    """The settings `history show` ran with: its defaults, and the flags given to it instead (--show-args)."""
+    found = show_defaults(tp)
+    for i, arg in enumerate(show_args):
+        for flag in found:
+            if arg == f"--{flag}" and i + 1 < len(show_args):
+                found[flag] = show_args[i + 1]
+            elif arg.startswith(f"--{flag}="):
+                found[flag] = arg.split("=", 1)[1]
+    return found
+
+
 # ---------------------------------------------------------------------------------------------- scoring
 
 def match(truth, detected):
@@ -358,7 +370,7 @@ def report(specs, timings, meta):
 Written by `scripts/change_points_peers.py` (issue 35) on {meta['date']}{' (--quick: a smoke subset)' if meta['quick'] else ''}.
 
 - Command: `{meta['command']}`
-- torchprobe: `{meta['tp_version']}`{meta['git']}; `history show` at its defaults
+- torchprobe: `{meta['tp_version']}`{meta['git']}; `history show` {'with' if meta['show_args'] else 'at its defaults'}
   (`--min-change {tp['min-change']}`, `--alpha {tp['alpha']}`, `--permutations {tp['permutations']}`). A significant
   split is reported when its change could be at least the minimum (the change's 95% bootstrap interval
   excludes zero and reaches it): steps well below it (+3% in low noise) are not reported, by design, and steps
@@ -488,7 +500,8 @@ def main():
         quick=args.quick,
         command=args.command or shlex.join([sys.argv[0], *sys.argv[1:]]),
         tp_version=run_checked([tp, "--version"]).strip(),
-        tp_settings=show_defaults(tp),
+        tp_settings=show_settings(tp, shlex.split(args.show_args)),
+        show_args=args.show_args,
         git=git,
         spa_version=importlib.metadata.version("signal-processing-algorithms"),
         otava_version=importlib.metadata.version("apache-otava"),

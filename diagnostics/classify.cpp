@@ -45,6 +45,23 @@ std::string shortened(std::string message) {
   return message + fmt::format(" [... {} more bytes]", dropped);
 }
 
+/// A mismatch that names no device often lists them on the lines after it ("should be on the same device\n
+/// query.device: cuda:7\n  attn_bias   : cuda:0", a list of (size, device(type='cpu')) pairs): the devices those
+/// few lines name, in order; none where the message is not found in the kept text.
+std::vector<std::string> devices_listed_after(const std::string& message, const std::string& kept) {
+  constexpr std::size_t kKey = 40, kLines = 6, kBytes = 2048;
+  const auto at = kept.find(message.substr(0, std::min(message.size(), kKey)));
+  if (at == std::string::npos) return {};
+  std::size_t start = kept.find('\n', at);
+  if (start == std::string::npos) return {};
+  std::size_t end = ++start;
+  for (std::size_t line = 0; line < kLines && end < kept.size() && end - start < kBytes; ++line) {
+    const auto next = kept.find('\n', end);
+    end = next == std::string::npos ? kept.size() : next + 1;
+  }
+  return devices_in(kept.substr(start, std::min(end - start, kBytes)));
+}
+
 /// The diagnosis of one entry's text under `rule` (none: unknown). `kept`: the whole text, for OOM numbers
 /// printed on other lines than the error's.
 Diagnosis diagnose(const std::string& text, const Rule* rule, const std::string* kept) {
@@ -59,6 +76,7 @@ Diagnosis diagnose(const std::string& text, const Rule* rule, const std::string*
   if (d.kind != ErrorKind::kNotATensor && d.kind != ErrorKind::kStateDictPrefix) {
     d.devices = devices_in(d.message, /*only_asked_for=*/d.kind == ErrorKind::kInvalidDevice);
   }
+  if (d.kind == ErrorKind::kDeviceMismatch && d.devices.empty() && kept) d.devices = devices_listed_after(text, *kept);
   if (d.kind == ErrorKind::kDeviceMismatch && std::find(d.devices.begin(), d.devices.end(), "meta") != d.devices.end()) {
     d.kind = ErrorKind::kMetaTensor;
   }

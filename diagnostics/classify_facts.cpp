@@ -246,8 +246,8 @@ std::unordered_set<std::string> keys_in(StringPiece section) {
 // "_orig_mod."): a missing key is an unexpected one with the prefix added or removed, or one list alone carries it. Two
 // lists that both carry it (or neither) are another architecture, not this.
 bool keys_differ_by_module_prefix(const std::string& text) {
-  static const RE2& missing_marker = compile(R"((?i)missing key(?:\(s\)|s)? in state_dict)");
-  static const RE2& unexpected_marker = compile(R"((?i)unexpected key(?:\(s\)|s)? in state_dict)");
+  static const RE2& missing_marker = compile(R"((?i)missing key(?:\(s\)|s)?(?: in state_dict|:\s))");
+  static const RE2& unexpected_marker = compile(R"((?i)unexpected key(?:\(s\)|s)?(?: in state_dict|:\s))");
   static const RE2& unexpected_0_3 = compile(R"((?i)unexpected key ("[^"]*") in state_dict)");
   const auto find = [&text](const RE2& re) -> std::optional<std::pair<std::size_t, std::size_t>> {
     StringPiece m;
@@ -272,6 +272,13 @@ bool keys_differ_by_module_prefix(const std::string& text) {
   const auto none_has = [](const std::unordered_set<std::string>& keys) {
     return std::none_of(keys.begin(), keys.end(), has_module_component);
   };
+  // Keys missing from a compiled model (an OptimizedModule holds every parameter under "_orig_mod."): a plain
+  // checkpoint, whether or not the report got as far as listing them.
+  static const RE2& into_compiled = compile(R"(state_dict for OptimizedModule\b)");
+  if (missing_at && unexpected.empty() && (missing.empty() || all_have(missing)) &&
+      RE2::PartialMatch(text, into_compiled)) {
+    return true;
+  }
   if (missing.empty() || unexpected.empty()) return all_have(missing.empty() ? unexpected : missing);
   for (const auto& key : unexpected) {
     if (missing.count(without_module_component(key))) return true;

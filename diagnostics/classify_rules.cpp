@@ -85,7 +85,9 @@ RuleTable::RuleTable() {
       R"(\bmodule '[\w.]+' has no attribute)");
   // load_state_dict's report (0.4 to 2.x), or 0.3's KeyError: only when the keys differ by "module.".
   add(ErrorKind::kStateDictPrefix,
-      R"((?i)(?:missing|unexpected) key(?:\(s\)|s)? in state_dict|unexpected key "[^"]*" in state_dict)")
+      R"((?i)(?:missing|unexpected) key(?:\(s\)|s)? in state_dict|unexpected key "[^"]*" in state_dict|)"
+      // A converter's own report of one key: torchtune's "Found unexpected key: "_orig_mod.tok_embeddings.weight"".
+      R"((?i)\b(?:missing|unexpected) key(?:\(s\)|s)?: ["'])")
       .holds = keys_differ_by_module_prefix;
   add(ErrorKind::kCudaUnavailable,
       // PyTorch's own sentences; "Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "CUDA is not

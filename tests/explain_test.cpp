@@ -395,6 +395,11 @@ TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
   mismatch("q must be on CUDA", {"cuda"});
   mismatch("RuntimeError: all tensors must be on devices[0]", {});
   mismatch("ValueError: Attention bias and Query/Key/Value should be on the same device", {});
+  // ... and where the lines after it list the devices, they are the devices.
+  mismatch(
+      "ValueError: Attention bias and Query/Key/Value should be on the same device\n  query.device: cuda:7\n"
+      "  attn_bias   : cuda:0",
+      {"cuda:7", "cuda:0"});
   mismatch("RuntimeError: permute must be a CPU tensor; it is currently on device CUDA", {"cpu", "cuda"});
   mismatch(
       "DGLError: Cannot assign node feature \"h\" on device cuda:0 to a graph on device cpu. Call DGLGraph.to() "
@@ -464,6 +469,14 @@ TEST(Explain, ACheckpointOfADataParallelModelHasTheModulePrefix) {
                                     "\"head.weight\".")
                           .kind),
             "unknown");
+  // A converter's report of one key; a compiled model's report that stops before its keys.
+  EXPECT_EQ(kind_name(explain_error("Exception: Error converting the state dict. Found unexpected key: "
+                                    "\"_orig_mod.tok_embeddings.weight\". Please make sure you're loading a checkpoint "
+                                    "with the right format.")
+                          .kind),
+            "state_dict_prefix");
+  EXPECT_EQ(kind_name(explain_error("Error loading state_dict for OptimizedModule: Missing key(s) in state_dict").kind),
+            "state_dict_prefix");
   // One list alone, with the prefix on every key, over lines of keys.
   EXPECT_EQ(
       kind_name(

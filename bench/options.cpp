@@ -103,7 +103,7 @@ void read_flags(const ProgramFlags& flags, SuiteOptions& options) {
   options.op_selection.batch_sizes = int_list_flag("--op-batch-sizes", flags.op_batch_sizes, 1, kMaxBatch);
   options.suites = list_flag("--suites", flags.suites);
   check_suites(options.suites);
-  // The lists CLI11 splits itself (it drops empty items): the same rule and words as every other list flag (list_flag).
+  // The lists CLI11 splits itself (it drops empty items): the same rule and words as every other list flag.
   const std::pair<const char*, const std::vector<std::string>*> split_by_cli11[] = {
       {"--dtypes", &options.variants.dtypes},
       {"--layouts", &options.variants.layouts},
@@ -111,7 +111,7 @@ void read_flags(const ProgramFlags& flags, SuiteOptions& options) {
       {"--graphs", &options.variants.graphs},
       {"--ops", &options.op_selection.ops}};
   for (const auto& [flag, items] : split_by_cli11) {
-    if (!items->empty()) list_flag(flag, fmt::format("{}", fmt::join(*items, ",")));
+    check_list_items(flag, *items, fmt::format("{}", fmt::join(*items, ",")));
   }
   if (flags.max_noise >= 0.0) options.stop.max_noise_pct = flags.max_noise;
   if (flags.min_samples >= 0) options.stop.min_samples = flags.min_samples;

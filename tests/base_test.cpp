@@ -78,6 +78,13 @@ TEST(Flags, AnEmptyItemIsRefusedWhereverItStands) {
   EXPECT_THROW_WITH(list_flag("--devices", "cpu,,cuda:0"), InputError, "empty item");
   EXPECT_THROW_WITH(list_flag("--devices", ","), InputError, "empty item");
   EXPECT_THROW_WITH(torchprobe::int_list_flag("--batch-sizes", "4,64,", 1, 65536), InputError, "empty item in '4,64,'");
+  // A list split already (CLI11's): the same rule and words, quoting the list as given.
+  using torchprobe::check_list_items;
+  EXPECT_NO_THROW(check_list_items("--dtypes", {"bf16", "fp32"}, "bf16,fp32"));
+  EXPECT_NO_THROW(check_list_items("--dtypes", {}, ""));
+  EXPECT_THROW_WITH(check_list_items("--dtypes", {"bf16", "fp32", "bf16"}, "bf16,fp32,bf16"), InputError,
+                    "--dtypes: 'bf16' is listed twice in 'bf16,fp32,bf16'");
+  EXPECT_THROW_WITH(check_list_items("--ops", {"add", ""}, "add,"), InputError, "--ops: empty item in 'add,'");
 }
 
 // The one splitter behind every comma list (flags, GLOO_SOCKET_IFNAME): every item, the empty ones at either end too.

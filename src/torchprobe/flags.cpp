@@ -26,16 +26,19 @@ std::int64_t byte_size_flag(const std::string& flag, const std::string& text, st
   return *bytes;
 }
 
+void check_list_items(const std::string& flag, const std::vector<std::string>& items, const std::string& text) {
+  for (auto item = items.begin(); item != items.end(); ++item) {
+    if (item->empty()) throw InputError(fmt::format("{}: empty item in '{}'", flag, text.substr(0, 200)));
+    if (std::find(items.begin(), item, *item) != item) {
+      throw InputError(fmt::format("{}: '{}' is listed twice in '{}'", flag, item->substr(0, 80), text.substr(0, 200)));
+    }
+  }
+}
+
 std::vector<std::string> list_flag(const std::string& flag, const std::string& text) {
   if (text.empty()) throw InputError(fmt::format("{}: empty list", flag));
-  std::vector<std::string> items;
-  for (const auto& item : split(text, ',')) {
-    if (item.empty()) throw InputError(fmt::format("{}: empty item in '{}'", flag, text.substr(0, 200)));
-    if (std::find(items.begin(), items.end(), item) != items.end()) {
-      throw InputError(fmt::format("{}: '{}' is listed twice in '{}'", flag, item.substr(0, 80), text.substr(0, 200)));
-    }
-    items.push_back(item);
-  }
+  std::vector<std::string> items = split(text, ',');
+  check_list_items(flag, items, text);
   return items;
 }
 

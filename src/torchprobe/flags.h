@@ -10,6 +10,8 @@ namespace torchprobe {
 
 /// A comma-separated list flag: no empty items, no duplicates.
 std::vector<std::string> list_flag(const std::string& flag, const std::string& text);
+/// The same rule for a list already split (by CLI11): `text`, the list as given, is what the error quotes.
+void check_list_items(const std::string& flag, const std::vector<std::string>& items, const std::string& text);
 /// A comma-separated list of whole numbers in [min, max]: no empty items, no duplicates, no overflow.
 std::vector<std::int64_t> int_list_flag(const std::string& flag, const std::string& text, std::int64_t min,
                                         std::int64_t max);

@@ -18,6 +18,7 @@
 #include "torchprobe/config.h"
 #include "torchprobe/strings.h"
 #include "torchprobe/trust.h"
+#include "torchprobe/units.h"
 
 namespace torchprobe {
 namespace {
@@ -193,8 +194,8 @@ std::string inventory_text(const Inventory& inv) {
     row("name", g.name);
     row("compute capability", fmt::format("{}.{}", g.cc_major, g.cc_minor));
     row("multiprocessors", std::to_string(g.multiprocessors));
-    row("total memory", fmt::format("{:.1f} GiB", static_cast<double>(g.total_memory_bytes) / (1 << 30)));
-    row("L2 cache", fmt::format("{:.1f} MiB", static_cast<double>(g.l2_cache_bytes) / (1 << 20)));
+    row("total memory", units::format_bytes(static_cast<double>(g.total_memory_bytes)));
+    row("L2 cache", units::format_bytes(static_cast<double>(g.l2_cache_bytes)));
   }
   for (const auto& w : trust::threading_warnings(inv.threads)) out += "WARNING: " + w.message + "\n";
   return out;

@@ -19,6 +19,7 @@
 #include "torchprobe/io.h"
 #include "torchprobe/report/schema.h"
 #include "torchprobe/stats.h"
+#include "torchprobe/units.h"
 
 namespace torchprobe::report {
 
@@ -87,8 +88,6 @@ double number_or_zero(const json& object, const char* key) {
   return it != object.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-std::string gib(double bytes) { return fmt::format("{:.0f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
-
 std::vector<DeviceInfo> devices_from_inventory(const std::string& text, const std::string& source) {
   std::vector<DeviceInfo> devices;
   if (text.empty()) return devices;
@@ -112,8 +111,8 @@ std::vector<DeviceInfo> devices_from_inventory(const std::string& text, const st
       if (!g.is_object()) continue;
       devices.push_back({string_or(g, "device"), string_or(g, "name"),
                          fmt::format("{}, compute capability {}, {} SMs",
-                                     gib(number_or_zero(g, "total_memory_bytes")), string_or(g, "compute_capability"),
-                                     string_or(g, "multiprocessors", "?"))});
+                                     units::format_bytes(number_or_zero(g, "total_memory_bytes")),
+                                     string_or(g, "compute_capability"), string_or(g, "multiprocessors", "?"))});
     }
   }
   return devices;

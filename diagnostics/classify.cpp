@@ -68,7 +68,9 @@ Diagnosis diagnose(const std::string& text, const Rule* rule, const std::string*
   Diagnosis d;
   if (rule) {
     d.kind = rule->kind;
-    d.confidence = rule->confidence;
+    // A rule names its own doubt ("likely": a status code that usually means it, words no check prints); every other
+    // rule matches what a library's check says.
+    d.confidence = rule->confidence[0] ? rule->confidence : "certain";
     d.allocator = rule->allocator;
   }
   d.message = trim_dispatcher_tail(text);
@@ -152,10 +154,8 @@ nlohmann::json to_json(const Diagnosis& d) {
                       {"explanation", d.explanation},
                       {"fix", d.fix_cpp},
                       {"fix_python", d.fix_python}};
-  if (d.kind == ErrorKind::kOutOfMemoryGpu || d.kind == ErrorKind::kOutOfMemoryCpu) {
-    j["confidence"] = d.confidence;
-    j["allocator"] = d.allocator;
-  }
+  if (d.kind != ErrorKind::kUnknown) j["confidence"] = d.confidence;
+  if (d.kind == ErrorKind::kOutOfMemoryGpu || d.kind == ErrorKind::kOutOfMemoryCpu) j["allocator"] = d.allocator;
   if (d.memory.any()) {
     auto& m = j["memory"];
     const auto put = [&m](const char* key, const std::optional<std::int64_t>& v) {

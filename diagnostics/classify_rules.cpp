@@ -216,8 +216,9 @@ RuleTable::RuleTable() {
   // The structure of a mismatch in any words: one sentence naming two different devices, a tensor-like thing and a
   // contrast ("the mask is on cpu while x is on cuda:0"). After every library's own wording; not a back-end's notice
   // that it falls back to, or offloads to, another device on purpose.
-  add(mismatch, R"((?i)\b(?:cuda|cpu|mps|xpu|npu|gpu|hpu|xla)\b[^\n]*\b(?:cuda|cpu|mps|xpu|npu|gpu|hpu|xla)\b)", "", "",
-      R"(\bfall(?:s|ing)? ?back\b|\boffload)")
+  // Words no check prints can be read otherwise: "likely", and quiet next to another cause (as the memory codes).
+  add(mismatch, R"((?i)\b(?:cuda|cpu|mps|xpu|npu|gpu|hpu|xla)\b[^\n]*\b(?:cuda|cpu|mps|xpu|npu|gpu|hpu|xla)\b)",
+      "likely", "", R"(\bfall(?:s|ing)? ?back\b|\boffload)")
       .holds = names_two_devices;
   // Last, so that any rule above that names the error wins over a framework's loose words around it ("cuda OOM,
   // exception CUDA error: invalid device ordinal").

@@ -436,6 +436,12 @@ void explain(Diagnosis& d) {
   switch (d.kind) {
     case ErrorKind::kDeviceMismatch:
       explain_mismatch(d);
+      if (d.confidence == "likely") {
+        d.explanation =
+            "Likely a device mismatch: the message is not one of PyTorch's or a library's checks, but it "
+            "names two devices for the tensors of one operation. " +
+            d.explanation;
+      }
       break;
     case ErrorKind::kCudaUnavailable:
       explain_cuda_unavailable(d);

@@ -254,9 +254,12 @@ TEST(Explain, JsonHasTheDocumentedFields) {
   EXPECT_EQ(j.at("argument"), "mat1");
   EXPECT_TRUE(j.at("explanation").is_string());
   EXPECT_TRUE(j.at("fix").is_string());
+  EXPECT_EQ(j.at("confidence"), "certain");  // every known kind says how sure it is; an unknown has none
+  EXPECT_FALSE(j.contains("allocator"));     // the memory kinds' own field
   const auto unknown = nlohmann::json::parse(diagnosis_json(explain_error("something else entirely")));
   EXPECT_EQ(unknown.at("kind"), "unknown");
   EXPECT_TRUE(unknown.at("argument").is_null());
+  EXPECT_FALSE(unknown.contains("confidence"));
 }
 
 TEST(Explain, EveryPatternCompiles) {
@@ -314,6 +317,13 @@ TEST(Explain, StructuresNotSentences) {
       explain_error("ValueError: the attention mask is on cpu while the hidden states are on cuda:0");
   EXPECT_EQ(kind_name(free.kind), "device_mismatch");
   EXPECT_EQ(free.devices, (std::vector<std::string>{"cpu", "cuda:0"}));
+  // Free words are not a check's: the kind is likely, and says so; next to another cause it is withheld.
+  EXPECT_EQ(free.confidence, "likely");
+  EXPECT_EQ(free.explanation.rfind("Likely a device mismatch", 0), 0u) << free.explanation;
+  EXPECT_EQ(kind_name(explain_error("ValueError: the attention mask is on cpu while the hidden states are on cuda:0\n"
+                                    "RuntimeError: CUDA error: device-side assert triggered")
+                          .kind),
+            "unknown");
   const Diagnosis jax = explain_error(
       "ValueError: Received incompatible devices for jitted computation. Got argument x with device ids [0] on "
       "platform "

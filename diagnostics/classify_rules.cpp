@@ -161,7 +161,9 @@ RuleTable::RuleTable() {
       R"(device >= 0 && device < num_gpus|CUDA device ordinal|\b(?:cuda|hip)ErrorInvalidDevice\b|)"
       // A numbered device that is not there: "The requested device for vllm (cuda:1) is not available".
       R"((?i:\b(?:cuda|xpu|npu|hip|mps|gpu):\d+\)? (?:is not available|does not exist)\b)|)"
-      R"(Expected a torch\.device with a specified index|)"
+      R"(Expected a (?:torch\.device|\w+ device) with a specified index|)"
+      // Lightning: "You requested gpu: [1] But your machine only has: [0]" (an empty list is no GPU at all).
+      R"((?i:\bmachine only has:? \[[^\]\n]+\])|)"
       // A library's own check of a device string: "Invalid device: cuda:0", "Please input valid device: 'cpu', ...".
       R"((?i:\binvalid device(?: (?:string|name|id|index))?\s*[:=]\s*\S)|(?i:\b(?:input|pass|give|provide|specify) (?:a )?valid device\b))");
   add(ErrorKind::kMetaTensor,

@@ -384,7 +384,9 @@ TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
   for (const char* text :
        {"error: 'hipErrorInvalidDevice'(1010) at square.cpp:60",
         "RuntimeError: Device index must be -1 or non-negative, got -2", "ValueError: Invalid device: cuda:0",
-        "ValueError: Please input valid device: 'cpu', 'cuda', 'cuda:0', '0' !"}) {
+        "ValueError: Please input valid device: 'cpu', 'cuda', 'cuda:0', '0' !",
+        "MisconfigurationException: You requested gpu: [1]\n But your machine only has: [0]",
+        "ValueError: Expected a cuda device with a specified index or an integer, but got:cuda"}) {
     EXPECT_EQ(kind(text), "invalid_device") << text;
   }
   // A GPU that works, a library or a kernel that does not: not these kinds.

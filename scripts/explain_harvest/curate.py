@@ -14,7 +14,6 @@ once its successor exists), joins the tuning half; every message of the parts go
 part's project that any file already has is an error (whole repositories on one side).
 """
 import json
-import os
 import re
 import sys
 
@@ -24,18 +23,14 @@ args = [a for a in args if a != '--new-heldout']
 fixtures, parts = args[0], args[1:]
 halves = {side: [json.loads(l) for l in open(f'{fixtures}/harvest_{side}.jsonl') if l.strip()]
           for side in ('tuning', 'heldout')}
-# A harvest held out whole beside the halves, where one is kept (harvest_fresh.jsonl: none since 2026-11-29).
-fresh_path = f'{fixtures}/harvest_fresh.jsonl'
-fresh = [json.loads(l) for l in open(fresh_path) if l.strip()] if os.path.exists(fresh_path) else []
 side_of = {e['project']: side for side, es in halves.items() for e in es}
-side_of.update({e['project']: 'fresh' for e in fresh})
-seen = {e['text'].strip() for es in list(halves.values()) + [fresh] for e in es}
+seen = {e['text'].strip() for es in halves.values() for e in es}
 if new_heldout:
     for part in parts:
-        for line in open(part):
-            if line.strip() and json.loads(line)['project'].strip().lower() in side_of:
-                sys.exit(f"curate.py: {part}: project {json.loads(line)['project']} is already in "
-                         f"harvest_{side_of[json.loads(line)['project'].strip().lower()]}.jsonl")
+        for line in filter(str.strip, open(part)):
+            project = json.loads(line)['project'].strip().lower()
+            if project in side_of:
+                sys.exit(f"curate.py: {part}: project {project} is already in harvest_{side_of[project]}.jsonl")
     halves['tuning'] += halves['heldout']
     halves['heldout'] = []
     side_of = {}
@@ -44,7 +39,7 @@ for name in ('corpus_device', 'corpus_memory'):
 other_stack = re.compile(r'tensorflow|OOM when allocating tensor|/job:localhost|\bjax\b|jaxlib|\bkeras\b|paddle|'
                          r'CUDAPlace|cutorch|julia|\.jl\b|haskell|darknet|ggml|llama\.cpp|cortex\.cpp|chatglm\.cpp|'
                          r'ctranslate2', re.I)
-ids = {e['id'] for es in list(halves.values()) + [fresh] for e in es}
+ids = {e['id'] for es in halves.values() for e in es}
 added = {'tuning': 0, 'heldout': 0}
 for path in parts:
     for line in open(path):
@@ -65,8 +60,6 @@ for path in parts:
             ident = f'{base}-{k}'
         ids.add(ident)
         side = 'heldout' if new_heldout else side_of.get(e['project'], 'tuning')
-        if side == 'fresh':
-            sys.exit(f"curate.py: {path}: project {e['project']} is in harvest_fresh.jsonl, which is held out whole")
         halves[side].append({'id': ident, 'text': e['text'], 'kind': e['kind'], 'devices': e['devices'],
                              'argument': e['argument'], 'confidence': e['confidence'],
                              'near_miss': bool(e.get('near_miss')), 'source': e['source'], 'project': e['project'],

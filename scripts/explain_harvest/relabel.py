@@ -1,6 +1,15 @@
 #!/usr/bin/env python3
 """Usage: relabel.py FILE.jsonl... (rewrites each file). Label conventions, applied the same way to both halves (by the text, never by explain's answer); each change logged."""
 import json, re, sys
+
+
+def indices_devices(text):
+    """index's "indices should be either on cpu or on the same device as the indexed tensor (X)": cpu, then X if
+    another; None for other texts."""
+    m = re.search(r'indices should be either on cpu or on the same device as the indexed tensor \((\w+(?::\d+)?)\)', text)
+    return None if m is None else ['cpu'] if m.group(1) == 'cpu' else ['cpu', m.group(1)]
+
+
 conventions = [
     # The corpus's device names: a GPU written as a word is "cuda" (as "is on CPU, but expected it to be on GPU").
     ('devices: GPU is cuda', lambda e: e['kind'] == 'device_mismatch' and any(d.lower() == 'gpu' for d in e['devices']),
@@ -37,7 +46,6 @@ conventions = [
     # libcuda.so (the driver's library) that cannot be opened: no usable CUDA, as the corpus has it.
     ('the driver library cannot be loaded', lambda e: e['kind'] == 'unknown' and re.search(r'libcuda\.so(?:\.\d+)?: cannot open shared object file', e['text']),
      lambda e: e.update(kind='cuda_unavailable', near_miss=False)),
-    # docs/diagnostics.md: "certain" when the text itself says memory ran out.
     # docs/diagnostics.md's table: an allocator's own ALLOC_FAILED status and the 1.x numbers pasted alone are certain.
     ('a certain memory status', lambda e: e['kind'] == 'out_of_memory_gpu' and e['confidence'] == 'likely'
         and re.search(r'CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|Tried to allocate [0-9.]+ ?[KMGT]i?B \(GPU \d+;', e['text']),
@@ -48,11 +56,8 @@ conventions = [
      lambda e: e.update(devices=['cuda'])),
     # index's "indices should be either on cpu or on the same device as the indexed tensor (X)": cpu, then X if another.
     ('indices on cpu or X', lambda e: e['kind'] == 'device_mismatch'
-        and re.search(r'indices should be either on cpu or on the same device as the indexed tensor \((\w+(?::\d+)?)\)', e['text'])
-        and e['devices'] != (lambda x: ['cpu'] if x == 'cpu' else ['cpu', x])(
-            re.search(r'indexed tensor \((\w+(?::\d+)?)\)', e['text']).group(1)),
-     lambda e: e.update(devices=(lambda x: ['cpu'] if x == 'cpu' else ['cpu', x])(
-         re.search(r'indexed tensor \((\w+(?::\d+)?)\)', e['text']).group(1)))),
+        and indices_devices(e['text']) not in (None, e['devices']),
+     lambda e: e.update(devices=indices_devices(e['text']))),
     # The corpus's not_a_tensor: a device method or attribute (cuda, cpu, to, device) asked of any Python object that
     # is not a tensor ('NoneType', 'SGD', 'tuple'); a module without it ("module 'torch' has no attribute 'cuda'") is
     # a broken install and stays a near-miss.
@@ -67,6 +72,7 @@ conventions = [
         and not re.search(r'(?s)(?:Missing|Unexpected) key\(s\).*(?:Missing|Unexpected) key\(s\)', e['text'])
         and all(k.startswith('module.') for k in re.findall(r'"([\w.]+)"', e['text'])),
      lambda e: e.update(kind='state_dict_prefix', near_miss=False)),
+    # docs/diagnostics.md: "certain" when the text itself says memory ran out.
     ('says memory ran out: certain', lambda e: e['kind'].startswith('out_of_memory') and e['confidence'] == 'likely'
         and re.search(r'(?i)\bout of memory\b|\bran out of memory\b|\bOOM(?:ed)?\b', e['text']),
      lambda e: e.update(confidence='certain')),

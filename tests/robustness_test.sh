@@ -31,6 +31,17 @@ has_children() { [[ -n "$(children_of "$1")" ]]; }
 # Seconds of CPU a process has used (utime + stime from /proc/PID/stat).
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) / hz) }' /proc/"$1"/stat 2> /dev/null || echo 0; }
 busy_for() { (( $(cpu_seconds "$1") >= $2 )); }
+# Whether a process holds an established TCP connection that is not the store's at PORT, on either end (its
+# socket inodes in /proc/net/tcp*, state 01): for a rank, a gloo pair, connected only after it joined the store.
+connected_beyond() {
+  local inodes
+  inodes=$(ls -l /proc/"$1"/fd 2> /dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p')
+  [[ -n $inodes ]] || return 1
+  awk -v list="$inodes" -v port="$(printf '%04X' "$2")" '
+    BEGIN { n = split(list, a, "\n"); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+    $4 == "01" && ($10 in want) && substr($2, length($2) - 3) != port && substr($3, length($3) - 3) != port { found = 1 }
+    END { exit !found }' /proc/net/tcp /proc/net/tcp6
+}
 # A short CPU training run: one benchmark per batch size, each well under a second.
 train=(--devices cpu --suites train --models net --threads 1 --benchmark_min_time=0.3)
 # For the cases that test files and crash handling, not figures: fp32 only (the bf16 step is emulated on a CPU without
@@ -188,7 +199,10 @@ EOF
     p0=$!
     RANK=1 "$tp" dist train --model net --batch 8 --steps 3000 --repetitions 1 --warmup 1 --threads 1 --timeout 20 > r1.out 2> r1.err &
     p1=$!
-    wait_for 120 busy_for "$p1" 2  # in the distributed steps (rank 0 runs alone first while rank 1 waits)
+    # Rank 1 is in the group (a gloo pair connected; CPU time alone was no sign of it under ASan, where
+    # loading LibTorch takes seconds) and in the distributed steps (rank 0 runs alone first).
+    wait_for 120 connected_beyond "$p1" "$port"
+    wait_for 120 busy_for "$p1" 2
     kill -KILL "$p1"
     wait "$p0"; rc=$?
     [[ $rc == 1 ]] || fail "rank 0 exit code $rc, expected 1"
@@ -208,11 +222,14 @@ EOF
   dist_duplicate_rank)
     port=$(free_port)
     export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2
-    sweep=(dist allreduce --max-bytes 1MiB --iterations 1000 --threads 1 --timeout 20)
+    # A sweep that lasts minutes (the cleanup kills it): the second rank 1 must find the first still there.
+    sweep=(dist allreduce --max-bytes 256MiB --iterations 1000 --threads 1 --timeout 60)
     RANK=0 "$tp" "${sweep[@]}" > r0.out 2> r0.err &
     RANK=1 "$tp" "${sweep[@]}" > r1.out 2> r1.err &
     p1=$!
-    wait_for 120 busy_for "$p1" 1  # it has joined and is in the sweep
+    # Both ranks joined: a size is done. (CPU time was no sign of it: under ASan loading LibTorch took
+    # a second, and the second rank 1 claimed the rank first; CI failed with it.)
+    wait_for 120 grep -q "(1 of " r0.err
     RANK=1 timeout 60 "$tp" "${sweep[@]}" > dup.out 2> dup.err; rc=$?
     [[ $rc == 2 ]] || fail "exit code $rc, expected 2"
     grep -q "torchprobe: error: rank 1 of 2: pid $p1 on .* already joined as RANK=1 at 127.0.0.1:$port: each process of a job needs its own RANK" dup.err ||

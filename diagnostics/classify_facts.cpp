@@ -63,6 +63,10 @@ const std::vector<DeviceForm>& device_forms() {
        [](const Groups& g) { return Groups{to_lower(g[0].empty() ? g[1] : g[0])}; }},
       {R"(\b(?:on|to|at) (?:the |a |an |different )?(CPU|GPU|MPS|CUDA|XPU)s?\b)",
        [](const Groups& g) { return Groups{device_word(g[0])}; }},
+      // The second of a pair: "x and y are on cuda:0 and CPU respectively" (torch.where).
+      {R"(\band (CPU|GPU|MPS|CUDA|XPU) respectively\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
+      // FSDP: "with parameter CPU offloading enabled has parameters on cuda:0": the CPU is where they belong.
+      {R"(\bparameter (CPU) offloading\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
       {R"(\b(CPU|GPU|MPS|CUDA|XPU) device\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
       {R"(\bon device (CPU|GPU|MPS|CUDA|XPU|HIP)\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
       {R"(\b(Meta|CUDA|CPU|MPS|XLA|XPU)(?: \w+)? tensors?\b)",

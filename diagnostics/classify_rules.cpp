@@ -185,6 +185,9 @@ RuleTable::RuleTable() {
       R"((?i:\bmust be an? (?:CPU|CUDA|GPU) tensor\b[^\n]{0,40}?\b(?:currently|is|are) on (?:device )?\w+)|)"
       R"(\.is_cuda\(\) (?:to be true|INTERNAL ASSERT FAILED)|cannot be accessed from Triton \(cpu tensor\?\)|)"
       R"(only supports single[- ]device modules|Unhandled FakeTensor Device Propagation|)"
+      // FSDP's CPU offloading, a module moved off the CPU: "... parameter CPU offloading enabled has parameters on
+      // cuda:0".
+      R"(CPU offloading enabled has parameters on|)"
       R"((?i:\bconvert (?:a |the )?(?:cuda|mps|gpu|xpu)\S* (?:device type )?tensor to (?:numpy|R\b|host))|)"
       R"(should be either on cpu or on the same device|Expected a '\w+' device type for generator|are on different devices|)"
       R"(different from other tensors on|must be on the same device|to be on (?:the )?same device|to have the same device|)"

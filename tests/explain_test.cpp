@@ -506,6 +506,21 @@ TEST(Explain, DataParallelWithTheModelOnTheCpuNamesBothDevices) {
   EXPECT_NE(d.fix_python.find("model = model.to('cuda:0')"), std::string::npos) << d.fix_python;
 }
 
+TEST(Explain, TorchWhereAndFsdpOffloadingNameBothDevices) {
+  // torch.where's check names the second pair's devices "and CPU respectively".
+  const Diagnosis where = explain_error(
+      "RuntimeError: Expected condition, x and y to be on the same device, but condition is on cuda:0 and x and y are "
+      "on cuda:0 and CPU respectively");
+  EXPECT_EQ(kind_name(where.kind), "device_mismatch");
+  EXPECT_EQ(where.devices, (std::vector<std::string>{"cuda:0", "cpu"}));
+  // FSDP's parameter CPU offloading with a module moved to the GPU (its "offloading" is no fallback notice).
+  const Diagnosis fsdp = explain_error(
+      "RuntimeError: An FSDP-managed module with parameter CPU offloading enabled has parameters on cuda:0. Make sure "
+      "to not move the module from CPU when offloading parameters.");
+  EXPECT_EQ(kind_name(fsdp.kind), "device_mismatch");
+  EXPECT_EQ(fsdp.devices, (std::vector<std::string>{"cpu", "cuda:0"}));
+}
+
 TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
   const std::string traceback =
       "Traceback (most recent call last):\n"

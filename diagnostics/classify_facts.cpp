@@ -63,8 +63,12 @@ const std::vector<DeviceForm>& device_forms() {
        [](const Groups& g) { return Groups{to_lower(g[0].empty() ? g[1] : g[0])}; }},
       {R"(\b(?:on|to|at) (?:the |a |an |different )?(CPU|GPU|MPS|CUDA|XPU)s?\b)",
        [](const Groups& g) { return Groups{device_word(g[0])}; }},
-      // The second of a pair: "x and y are on cuda:0 and CPU respectively" (torch.where).
-      {R"(\band (CPU|GPU|MPS|CUDA|XPU) respectively\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
+      // A pair whose second is a back-end's word: "x and y are on cuda:0 and CPU respectively" (torch.where), "found at
+      // least two devices, cuda:0 and CPU".
+      {R"(\b(cuda|cpu|mps|xpu|npu|hip)(?::(\d+))?,? and (CPU|GPU|MPS|CUDA|XPU)\b)",
+       [](const Groups& g) {
+         return Groups{g[1].empty() ? g[0] : g[0] + ":" + g[1], device_word(g[2])};
+       }},
       // FSDP: "with parameter CPU offloading enabled has parameters on cuda:0": the CPU is where they belong.
       {R"(\bparameter (CPU) offloading\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},
       {R"(\b(CPU|GPU|MPS|CUDA|XPU) device\b)", [](const Groups& g) { return Groups{device_word(g[0])}; }},

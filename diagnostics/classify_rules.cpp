@@ -53,7 +53,10 @@ RuleTable::RuleTable() {
   // ggml-cuda.cu:7949: out of memory", "CUDA failed with error out of memory".
   add(gpu, R"(\bCUDA (?:error|failed|failure|call failed)\b[^\n]{0,100}?\bout of memory)", "certain",
       "CUDA runtime (context or driver allocation)");
-  add(gpu, R"(not enough (?:GPU |video |device |VRAM |graphics |dedicated )+memory|out of (?:GPU|video|device) memory)",
+  // Vulkan's and Level Zero's status codes say it too: "VkResult: ERROR_OUT_OF_DEVICE_MEMORY".
+  add(gpu,
+      R"(not enough (?:GPU |video |device |VRAM |graphics |dedicated )+memory|out of (?:GPU|video|device) memory|)"
+      R"(\w*OUT_OF_DEVICE_MEMORY\b)",
       "certain", "the GPU's memory");
   add(gpu,
       R"(CUDA error: ?out of memory|cuda runtime error \(2\) ?: ?out of memory|error=2 : out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation)",
@@ -64,6 +67,10 @@ RuleTable::RuleTable() {
   add(cpu, R"(\bMemoryError\b|Unable to allocate [0-9.]+ [KMGTP]?i?B for an array)", "certain", "Python / NumPy",
       R"(has no attribute 'OutOfMemoryError')");
   add(cpu, R"(Cannot allocate memory)", "certain", "the operating system (ENOMEM)");
+  // Ray's memory monitor kills workers when the node's RAM runs low: "Task was killed due to the node running low on
+  // memory", "Workers (tasks / actors) killed due to memory pressure (OOM)".
+  add(cpu, R"(\bnode running low on memory\b|\bkilled due to memory pressure\b)", "certain",
+      "the host's memory (Ray's memory monitor)");
   add(gpu, R"(CUBLAS_STATUS_NOT_INITIALIZED)", "likely", "cuBLAS (handle creation)");
   add(gpu,
       R"(CUDNN_STATUS_(NOT_INITIALIZED|INTERNAL_ERROR|MAPPING_ERROR|EXECUTION_FAILED)|Unable to find a valid cuDNN algorithm)",
@@ -152,6 +159,10 @@ RuleTable::RuleTable() {
       R"(^assert\s+(?:torch\.)?(?:cuda|xpu|mps|npu|backends\.mps)\.is_available\(\)|)"
       R"((?i:\blibcuda\.so\S*:? (?:cannot|can't|could not|couldn't) (?:be )?(?:found|find|open|load))|)"
       R"((?i:\bdriver is a stub library\b|cudaErrorStubLibrary|\bsystem not yet initiali[sz]ed\b|cudaErrorSystemNotReady)|)"
+      // A driver older than the build needs, by its numbers ("CUDA driver version is 11020, expected at least 11040");
+      // a CUDA context that could not be made ("Failed to create a PhysX CUDA Context Manager").
+      R"((?i:\bdriver version is [\d.]+,? (?:but )?expected (?:at least|>=?) ?[\d.]+)|)"
+      R"((?i:\b(?:failed to|could not|couldn't|unable to|cannot) create (?:a |the )?(?:[\w-]+ )?CUDA context\b)|)"
       R"((?i:\bforward compatibility was attempted on non supported HW\b|cudaErrorCompatNotSupportedOnDevice)|)"
       R"((?i:\b(?:CUDA|GPUs?|accelerators?) (?:is |are )?unavailable\b)|(?i:\bCPU[- ]only (?:build|version|install\w*|wheel|PyTorch|torch)\b)|)"
       R"((?i:\b(?:cudart64_\w+|nvcuda)\.dll\b[^\n]{0,60}?\bnot (?:found|be found|loaded)))");
@@ -237,7 +248,10 @@ RuleTable::RuleTable() {
   // A budget or pool that ran dry, without saying it was the device's memory: a server's KV cache, an allocator's
   // status code (SYCL/Level Zero, XLA), a truncated "Allocation on device".
   add(gpu,
-      R"(\b(?:No available memory|Not enough memory|Insufficient memory|Failed to allocate memory|Memory allocation failed)\b|)"
+      R"(\b(?:No available memory|Not enough memory|Insufficient memory|Memory allocation failed)\b|)"
+      // "Failed to allocate memory", PhysX's "PxgCudaDeviceMemoryAllocator fail to allocate memory 100663296 bytes",
+      // nnU-Net's "Prediction on device was unsuccessful, probably due to a lack of memory".
+      R"((?i:\bfail(?:s|ed)? to allocate (?:\d+ bytes of )?memory\b)|(?i:\black of (?:GPU |device |video )?memory\b)|)"
       R"(OUT_OF_RESOURCES|RESOURCE_EXHAUSTED|OUT_OF_DEVICE_MEMORY|\bAllocation on device\b|)"
       R"(\b(?:larger|more) than the available (?:[\w-]+ ){0,3}memory\b|)"
       // A start-up check that the free memory is below the share asked for (vLLM's gpu_memory_utilization).
@@ -255,7 +269,7 @@ ContextPatterns::ContextPatterns() {
   // A status code that usually means memory ran out says so only when nothing else in the text names another
   // cause: a failed device-side assertion or a bad memory access poisons every later CUDA call, and cuDNN reports
   // version and layout problems with the same codes.
-  add(R"(device-side assert|Assertion `.*` failed|illegal memory access|unspecified launch failure|misaligned address|)"
+  add(R"(device-side assert|Assertion `.*` failed|`[^`\n]+` failed|illegal memory access|unspecified launch failure|misaligned address|)"
       R"(cuDNN version|non-contiguous input|CUBLAS_STATUS_EXECUTION_FAILED|CUDA driver version is insufficient)");
   // A line that reports an error: an exception's type, LibTorch's what(), a library's failure report, a log level.
   add(R"(error|Error|ERROR|exception|Exception|FAIL|fail|what\(\)|terminate called|WARN)");

@@ -243,8 +243,8 @@ HarvestScore score_harvest(const std::string& file) {
 // Floors, raised as explain improves and never lowered: a change that makes explain worse on messages it has never
 // seen fails here. The goal (issue 36) is 95% held out and no near-miss given a kind. The held-out half is the fourth,
 // fifth and eighth harvests, from repositories no tuning message comes from, each scored once on the day it came
-// and never read for its misses: 427 of 450 on 2026-11-29 (tests/fixtures/explain/README.md).
-constexpr double kHeldOutFloor = 0.94, kTuningFloor = 0.98;
+// and never read for its misses: 429 of 450 on 2026-11-29, after round nine's rules (tests/fixtures/explain/README.md).
+constexpr double kHeldOutFloor = 0.95, kTuningFloor = 0.98;
 constexpr int kHeldOutNearMissesGivenAKind = 2;
 
 }  // namespace

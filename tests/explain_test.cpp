@@ -521,6 +521,37 @@ TEST(Explain, TorchWhereAndFsdpOffloadingNameBothDevices) {
   EXPECT_EQ(fsdp.devices, (std::vector<std::string>{"cpu", "cuda:0"}));
 }
 
+TEST(Explain, RoundNinesStructures) {
+  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
+  // A status code that says memory ran out is certain; a failed allocation in other words is likely.
+  const Diagnosis vulkan = explain_error("[Error] [carb.graphics-vulkan.plugin] VkResult: ERROR_OUT_OF_DEVICE_MEMORY");
+  EXPECT_EQ(kind_name(vulkan.kind), "out_of_memory_gpu");
+  EXPECT_EQ(vulkan.confidence, "certain");
+  const Diagnosis physx =
+      explain_error("PxgCudaDeviceMemoryAllocator fail to allocate memory 100663296 bytes!! Result = 2");
+  EXPECT_EQ(kind_name(physx.kind), "out_of_memory_gpu");
+  EXPECT_EQ(physx.confidence, "likely");
+  EXPECT_EQ(explain_error("Prediction on device was unsuccessful, probably due to a lack of memory.").confidence,
+            "likely");
+  // Ray's memory monitor: the host's memory, though its exception is called OutOfMemoryError.
+  EXPECT_EQ(kind_of("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."),
+            "out_of_memory_cpu");
+  EXPECT_EQ(kind_of("2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed"),
+            "out_of_memory_cpu");
+  // No usable GPU: a driver older than the build needs, by its numbers; no CUDA context.
+  EXPECT_EQ(kind_of("warning : CUDA driver version is 11020, expected at least 11040."), "cuda_unavailable");
+  EXPECT_EQ(kind_of("[Warning] [carb.gym.plugin] Failed to create a PhysX CUDA Context Manager. Falling back to CPU."),
+            "cuda_unavailable");
+  // A pair whose second device is a back-end's word.
+  const Diagnosis pair = explain_error(
+      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and CPU");
+  EXPECT_EQ(pair.devices, (std::vector<std::string>{"cuda:0", "cpu"}));
+  // A failed check in backquotes is another cause: the cuDNN code next to it is no out-of-memory.
+  EXPECT_EQ(kind_of("`t >= 0 && t < n_classes` failed. RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"),
+            "unknown");
+  EXPECT_EQ(kind_of("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"), "out_of_memory_gpu");
+}
+
 TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
   const std::string traceback =
       "Traceback (most recent call last):\n"

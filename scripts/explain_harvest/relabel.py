@@ -67,10 +67,11 @@ conventions = [
      lambda e: e.update(kind='not_a_tensor', near_miss=False)),
     # corpus_device.jsonl's sd-module-missing-dp-truncated-deeplab48: a DataParallel model's report listing only keys
     # with "module." (the other list cut off) is the prefix.
+    # The keys are those of the list (not a traceback's file names); markdown around the colon is no matter.
     ('a wrapper report with prefixed keys alone', lambda e: e['kind'] == 'unknown' and re.search(
-        r'state_dict for (?:DataParallel|DistributedDataParallel):\s*(?:Missing|Unexpected) key\(s\) in state_dict: "module\.', e['text'])
+        r'state_dict for (?:DataParallel|DistributedDataParallel):[*\s]*(?:Missing|Unexpected) key\(s\) in state_dict: "module\.', e['text'])
         and not re.search(r'(?s)(?:Missing|Unexpected) key\(s\).*(?:Missing|Unexpected) key\(s\)', e['text'])
-        and all(k.startswith('module.') for k in re.findall(r'"([\w.]+)"', e['text'])),
+        and all(k.startswith('module.') for k in re.findall(r'"([\w.]+)"', re.split(r'key\(s\) in state_dict:', e['text'])[1])),
      lambda e: e.update(kind='state_dict_prefix', near_miss=False)),
     # docs/diagnostics.md: "certain" when the text itself says memory ran out.
     ('says memory ran out: certain', lambda e: e['kind'].startswith('out_of_memory') and e['confidence'] == 'likely'

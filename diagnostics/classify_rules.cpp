@@ -43,6 +43,9 @@ RuleTable::RuleTable() {
       "the accelerator's allocator");
   add(gpu, R"(CUDA out of (the )?memory|(cuda|torch)\.OutOfMemoryError|OutOfMemoryError: CUDA)", "certain",
       "LibTorch CUDA caching allocator");
+  // The caching allocator's 2.x sentence for an allocation over the allowed memory ("Allocation on device 0 would
+  // exceed allowed memory. (out of memory)"), which ComfyUI cuts to its first three words.
+  add(gpu, R"(\bAllocation on device\b)", "certain", "LibTorch CUDA caching allocator");
   // The 1.x numbers pasted without the first words; not XPU's 4 GB block limit, which prints the same tail.
   add(gpu, R"(Tried to allocate [0-9.]+ ?[KMGT]i?B \(GPU \d+;)", "certain", "LibTorch CUDA caching allocator",
       R"(can NOT allocate memory block with size larger than)");
@@ -63,6 +66,9 @@ RuleTable::RuleTable() {
       "certain", "CUDA runtime (context or driver allocation)");
   add(cpu, R"(DefaultCPUAllocator: (can't allocate memory|not enough memory))", "certain", "LibTorch CPU allocator");
   add(cpu, R"(OpenBLAS: malloc failed in)", "certain", "OpenBLAS (its work buffers)");
+  // Thrust's and CUB's scratch allocation on the GPU, often re-raised as a Python MemoryError ("MemoryError:
+  // std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed").
+  add(gpu, R"(\bget_temporary_buffer failed\b)", "likely", "Thrust (its temporary buffer)");
   // Python's MemoryError (its type alone is the whole message), NumPy's.
   add(cpu, R"(\bMemoryError\b|Unable to allocate [0-9.]+ [KMGTP]?i?B for an array)", "certain", "Python / NumPy",
       R"(has no attribute 'OutOfMemoryError')");
@@ -162,6 +168,12 @@ RuleTable::RuleTable() {
       // A driver older than the build needs, by its numbers ("CUDA driver version is 11020, expected at least 11040");
       // a CUDA context that could not be made ("Failed to create a PhysX CUDA Context Manager").
       R"((?i:\bdriver version is [\d.]+,? (?:but )?expected (?:at least|>=?) ?[\d.]+)|)"
+      // A CPU-only build asked for CUDA through its internals ("module 'torch._C' has no attribute '_cuda_setDevice'");
+      // a driver whose version cannot be read (AWS Neuron's "Unable to determine Neuron Driver version"); a machine
+      // with no GPU in so many words ("This machine has no cuda devices!").
+      R"(module 'torch\._C' has no attribute '_cuda_\w+'|)"
+      R"((?i:\b(?:unable to|cannot|can't|could not|couldn't|failed to) (?:determine|find|get|read) (?:the )?(?:[\w-]+ )?driver version\b)|)"
+      R"((?i:\b(?:has|have) no (?:usable |available |visible )?(?:(?:CUDA|NVIDIA|ROCm|HIP|XPU|MPS)(?:[- ]capable)? (?:GPUs?|devices?|cards?)|GPUs?)\b)|)"
       R"((?i:\b(?:failed to|could not|couldn't|unable to|cannot) create (?:a |the )?(?:[\w-]+ )?CUDA context\b)|)"
       R"((?i:\bforward compatibility was attempted on non supported HW\b|cudaErrorCompatNotSupportedOnDevice)|)"
       R"((?i:\b(?:CUDA|GPUs?|accelerators?) (?:is |are )?unavailable\b)|(?i:\bCPU[- ]only (?:build|version|install\w*|wheel|PyTorch|torch)\b)|)"
@@ -171,7 +183,9 @@ RuleTable::RuleTable() {
       R"(Device index must (?:not be negative|be -1 or non-negative)|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
       R"(device >= 0 && device < num_gpus|CUDA device ordinal|\b(?:cuda|hip)ErrorInvalidDevice\b|)"
       // A numbered device that is not there: "The requested device for vllm (cuda:1) is not available".
-      R"((?i:\b(?:cuda|xpu|npu|hip|mps|gpu):\d+\)? (?:is not available|does not exist)\b)|)"
+      R"((?i:\b(?:cuda|xpu|npu|hip|mps|gpu):\d+\)? (?:is not available|does not exist|is invalid)\b)|)"
+      // More devices asked for than there are; a visible-devices variable naming one that is not there.
+      R"((?i:\bnot enough (?:CUDA |GPU |XPU |NPU )?(?:GPUs|devices)\b)|(?i:\binvalid \w*_VISIBLE_(?:DEVICES|MODULES)\b)|)"
       R"(Expected a (?:torch\.device|\w+ device) with a specified index|)"
       // Lightning: "You requested gpu: [1] But your machine only has: [0]" (an empty list is no GPU at all).
       R"((?i:\bmachine only has:? \[[^\]\n]+\])|)"
@@ -246,13 +260,15 @@ RuleTable::RuleTable() {
       R"((?:may|might|could|can|will|to avoid|avoid|prevent\w*|reduce|risk of|in case of|if you (?:get|see|encounter|run into))\s+(?:\w+\s+){0,3}?(?:an? )?(?:OOM|out of memory|CUDA out of memory)|has no attribute '\w*OutOfMemory)")
       .yields_to_another_cause = true;
   // A budget or pool that ran dry, without saying it was the device's memory: a server's KV cache, an allocator's
-  // status code (SYCL/Level Zero, XLA), a truncated "Allocation on device".
+  // status code (SYCL/Level Zero, XLA), an allocation of a size that failed.
   add(gpu,
       R"(\b(?:No available memory|Not enough memory|Insufficient memory|Memory allocation failed)\b|)"
       // "Failed to allocate memory", PhysX's "PxgCudaDeviceMemoryAllocator fail to allocate memory 100663296 bytes",
       // nnU-Net's "Prediction on device was unsuccessful, probably due to a lack of memory".
       R"((?i:\bfail(?:s|ed)? to allocate (?:\d+ bytes of )?memory\b)|(?i:\black of (?:GPU |device |video )?memory\b)|)"
-      R"(OUT_OF_RESOURCES|RESOURCE_EXHAUSTED|OUT_OF_DEVICE_MEMORY|\bAllocation on device\b|)"
+      R"(OUT_OF_RESOURCES|RESOURCE_EXHAUSTED|OUT_OF_DEVICE_MEMORY|)"
+      // Habana's "MODULE:PT_DEVMEM Allocation failed for size::268435456 (256)MB".
+      R"((?i:\ballocation failed for (?:size\b|\d+ ?(?:bytes|[KMG]i?B)\b))|)"
       R"(\b(?:larger|more) than the available (?:[\w-]+ ){0,3}memory\b|)"
       // A start-up check that the free memory is below the share asked for (vLLM's gpu_memory_utilization).
       R"((?i:\b(?:free|available) (?:GPU |device )?memory\b[^\n]{0,60}?\bis (?:less|smaller|lower) than\b))",

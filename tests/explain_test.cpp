@@ -552,6 +552,40 @@ TEST(Explain, RoundNinesStructures) {
   EXPECT_EQ(kind_of("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"), "out_of_memory_gpu");
 }
 
+TEST(Explain, RoundTensStructures) {
+  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
+  // Thrust's scratch buffer on the GPU, though re-raised as Python's MemoryError.
+  const Diagnosis thrust =
+      explain_error("MemoryError: std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed");
+  EXPECT_EQ(kind_name(thrust.kind), "out_of_memory_gpu");
+  EXPECT_EQ(thrust.confidence, "likely");
+  // The caching allocator's own sentence, cut by ComfyUI, says it; an allocation of a size that failed only suggests
+  // it.
+  EXPECT_EQ(explain_error("Error during inference: Allocation on device ").confidence, "certain");
+  const Diagnosis hpu = explain_error(
+      "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::268435456 (256)MB");
+  EXPECT_EQ(kind_name(hpu.kind), "out_of_memory_gpu");
+  EXPECT_EQ(hpu.confidence, "likely");
+  // No usable GPU: a CPU-only build's internals, a driver whose version cannot be read, a machine without GPUs.
+  EXPECT_EQ(kind_of("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"), "cuda_unavailable");
+  EXPECT_EQ(kind_of("ERROR NRT:nrt_init Unable to determine Neuron Driver version. Please check aws-neuron-dkms"),
+            "cuda_unavailable");
+  EXPECT_EQ(kind_of("AssertionError: This machine has no cuda devices!"), "cuda_unavailable");
+  EXPECT_EQ(kind_of("RuntimeError: this kernel has no CUDA implementation"), "unknown");
+  // Bad ordinals: a device string a library calls invalid, more devices than there are, a visible-devices variable.
+  EXPECT_EQ(kind_of("safetensors_rust.SafetensorError: device mps:0 is invalid"), "invalid_device");
+  EXPECT_EQ(kind_of("AssertionError: Not enough CUDA devices to support n_devices 2"), "invalid_device");
+  EXPECT_EQ(kind_of("RuntimeError: Invalid HABANA_VISIBLE_MODULES=5. Module IDs should be between 0 and 0."),
+            "invalid_device");
+  EXPECT_EQ(kind_of("RuntimeError: CUDA out of memory. Not enough GPU memory"), "out_of_memory_gpu");
+  // A checkpoint from before 0.4.1 lacks only BatchNorm's step counters: no prefix, whatever the keys start with.
+  EXPECT_EQ(kind_of("missing keys in state_dict: set(['module.block33.bn.num_batches_tracked', "
+                    "'module.block12.bn.num_batches_tracked'])"),
+            "unknown");
+  EXPECT_EQ(kind_of("Missing key(s) in state_dict: \"module.conv1.weight\", \"module.bn1.num_batches_tracked\""),
+            "state_dict_prefix");
+}
+
 TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
   const std::string traceback =
       "Traceback (most recent call last):\n"

@@ -73,9 +73,15 @@ conventions = [
         and not re.search(r'(?s)(?:Missing|Unexpected) key\(s\).*(?:Missing|Unexpected) key\(s\)', e['text'])
         and all(k.startswith('module.') for k in re.findall(r'"([\w.]+)"', re.split(r'key\(s\) in state_dict:', e['text'])[1])),
      lambda e: e.update(kind='state_dict_prefix', near_miss=False)),
-    # docs/diagnostics.md: "certain" when the text itself says memory ran out.
+    # The corpora's: the CUDA runtime library that cannot be opened ("libcudart.so.10.1: cannot open shared object
+    # file", an extension's import or a loader) is no usable CUDA, not a near-miss.
+    ('the CUDA runtime cannot be opened', lambda e: e['kind'] == 'unknown'
+        and re.search(r'\blibcudart\.so(?:\.\d+)*: cannot open shared object file', e['text']),
+     lambda e: e.update(kind='cuda_unavailable', near_miss=False)),
+    # docs/diagnostics.md: "certain" when the text itself says memory ran out; the harvest briefs' "Allocation on
+    # device" (the caching allocator's own sentence, cut) is such a text.
     ('says memory ran out: certain', lambda e: e['kind'].startswith('out_of_memory') and e['confidence'] == 'likely'
-        and re.search(r'(?i)\bout of memory\b|\bran out of memory\b|\bOOM(?:ed)?\b', e['text']),
+        and re.search(r'(?i)\bout of memory\b|\bran out of memory\b|\bOOM(?:ed)?\b|\bAllocation on device\b', e['text']),
      lambda e: e.update(confidence='certain')),
 ]
 for path in sys.argv[1:]:

@@ -203,6 +203,10 @@ EOF
     # loading LibTorch takes seconds) and in the distributed steps (rank 0 runs alone first).
     wait_for 120 connected_beyond "$p1" "$port"
     wait_for 120 busy_for "$p1" 2
+    # Rank 0 ignores SIGPIPE (bit 13 of SigIgn): a write to the dead rank's socket is an error it reports, not a
+    # signal that kills it silently (as it did under torchrun).
+    sig_ignored=$(awk '/^SigIgn:/ { print $2 }' /proc/"$p0"/status)
+    (( (16#$sig_ignored >> 12) & 1 )) || fail "rank 0 does not ignore SIGPIPE (SigIgn $sig_ignored)"
     kill -KILL "$p1"
     wait "$p0"; rc=$?
     [[ $rc == 1 ]] || fail "rank 0 exit code $rc, expected 1"

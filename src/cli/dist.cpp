@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -85,6 +86,11 @@ int run_rank(const Flags& flags, bool all_reduce) {
     models::make_model(flags.model);  // an unknown model is an InputError before any step
   }
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeout_s * 1e3));
+  // A peer that dies mid-send must be an error this rank reports (naming the peer), not a SIGPIPE that kills it
+  // silently: Gloo writes to its sockets with writev (no MSG_NOSIGNAL) and handles EPIPE as an error, as Python, which
+  // PyTorch's ranks run in, ignores SIGPIPE from start-up. Under torchrun rank 0 died so ("exitcode: -13") when
+  // rank 1 was killed.
+  std::signal(SIGPIPE, SIG_IGN);
   dist::ProcessGroup group(env, timeout, dist::rank_device(env, flags.device));
   std::string json, text;
   if (all_reduce) {

@@ -4,9 +4,14 @@
 For each op of the core set on the CPU (fp32, same shapes, same thread count; with Debian's
 python3-torch both sides run the same LibTorch .so files), runs several rounds per op; a round
 runs torchprobe-bench on that one op (--op-input-sets 1, as torch.utils.benchmark reuses its
-inputs) and then Timer.blocked_autorange on the same op, back to back, so the drift of a shared
-host hits both alike. The verdict uses the median of the per-round ratios (C++ / Python); the
-target is agreement within +-5% for ops of 50 us or more.
+inputs) and Timer.blocked_autorange on the same op, back to back, the side that goes first alternating
+from round to round (a host that drifts within a round then favours neither side). torchprobe-bench
+gives the figure its report gives, the median over --repetitions repetitions of each one's mean time per
+call; the Python side gives the Timer's median (its blocks have a heavy upper tail: their mean read 3-8%
+above their median on the Emerald Rapids VM; both Python figures are kept in the JSON). With a single
+repetition's mean instead, a burst of host noise in one round moved an op by up to 14%. The verdict uses the
+median of the per-round ratios (C++ / Python); the target is agreement within +-5% for ops of 50 us or
+more.
 
     OMP_NUM_THREADS=2 python3 bench/python/compare_ops_python.py --bench build/bench/torchprobe-bench \
         --threads 2 --out reports/latest/ops_vs_python.json
@@ -49,24 +54,28 @@ OPS = {
 PEAK_STORE = os.path.join(tempfile.mkdtemp(prefix="torchprobe-fidelity-"), "peaks.json")
 
 
-def run_cpp(bench, name, threads, min_time):
-    """Time per call in us of one op (the mean of its samples), and the LibTorch version."""
+def run_cpp(bench, name, threads, min_time, repetitions):
+    """Time per call in us of one op as torchprobe's report gives it (the median over the repetitions of each
+    repetition's mean per call), and the LibTorch version."""
     op = name.split("/")[1]
     pattern = "^" + name.removesuffix("/dtype:fp32" if name.startswith("op/copy/") else "") + "/manual_time$"
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([bench, "--devices", "cpu", "--suites", "op", "--op-set", "core", "--ops", op, "--op-input-sets", "1",
                         "--threads", str(threads), f"--benchmark_filter={pattern}", f"--benchmark_min_time={min_time}",
+                        f"--benchmark_repetitions={repetitions}",
                         "--peak-store", PEAK_STORE,
                         f"--benchmark_out={out.name}", "--benchmark_out_format=json"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         doc = json.load(open(out.name))
-    (run,) = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+    runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+    assert len(runs) == repetitions, f"{name}: {len(runs)} repetitions in torchprobe-bench's results, not {repetitions}"
     scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-    return run["real_time"] * scale[run["time_unit"]], doc["context"].get("libtorch_version")
+    return (statistics.median(r["real_time"] * scale[r["time_unit"]] for r in runs),
+            doc["context"].get("libtorch_version"))
 
 
 def run_python(name, threads, min_time):
-    """Median time per call in us of one op under torch.utils.benchmark.Timer, its inputs made here and handed
+    """Median and mean time per call in us of one op under torch.utils.benchmark.Timer, its inputs made here and handed
     over as globals. Made by the Timer's own setup string instead, the inputs of conv2d and copy read 1.6-1.9x
     slower on the Emerald Rapids VM (26.5 against 16.0 ms; 5.5 against 2.7 ms) than a plain perf_counter loop
     and than the same Timer with globals, which agree with each other: an effect of that setup path, not of
@@ -75,7 +84,8 @@ def run_python(name, threads, min_time):
     scope = {"torch": torch}
     exec(setup, scope)
     timer = tb.Timer(stmt=stmt, globals=scope, num_threads=threads)
-    return timer.blocked_autorange(min_run_time=min_time).median * 1e6
+    m = timer.blocked_autorange(min_run_time=min_time)
+    return m.median * 1e6, m.mean * 1e6
 
 
 def main():
@@ -84,6 +94,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--min-time", type=float, default=0.5)
+    parser.add_argument("--repetitions", type=int, default=3,
+                        help="torchprobe-bench's repetitions per round (its report's figure is their median)")
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -91,11 +103,14 @@ def main():
     version = None
     print(f"{'op':<16} {'C++ us':>10} {'Python us':>10} {'C++/Py':>7} {'ratio IQR':>13}  verdict", flush=True)
     for name in OPS:
-        cpp, py, ratios = [], [], []
-        for _ in range(args.rounds):
-            c, version = run_cpp(args.bench, name, args.threads, args.min_time)
-            p = run_python(name, args.threads, args.min_time)
-            cpp.append(c), py.append(p), ratios.append(c / p)
+        cpp, py, py_means, ratios = [], [], [], []
+        for r in range(args.rounds):
+            if r % 2:
+                p, p_mean = run_python(name, args.threads, args.min_time)
+            c, version = run_cpp(args.bench, name, args.threads, args.min_time, args.repetitions)
+            if not r % 2:
+                p, p_mean = run_python(name, args.threads, args.min_time)
+            cpp.append(c), py.append(p), py_means.append(p_mean), ratios.append(c / p)
         ratio = statistics.median(ratios)
         q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratio, ratio, ratio]
         py_median = statistics.median(py)
@@ -103,13 +118,17 @@ def main():
         short = name.split("/")[1]
         print(f"{short:<16} {statistics.median(cpp):>10.1f} {py_median:>10.1f} {ratio:>7.3f} {q[0]:>6.3f}-{q[2]:<6.3f}  {verdict}",
               flush=True)
-        results[name] = {"cpp_us": cpp, "python_us": py, "ratios": ratios, "median_ratio": ratio, "verdict": verdict}
+        results[name] = {"cpp_us": cpp, "python_us": py, "python_mean_us": py_means, "ratios": ratios,
+                         "median_ratio": ratio, "verdict": verdict}
     print(f"C++ LibTorch {version}, Python torch {torch.__version__}, {args.threads} threads, {args.rounds} "
-          f"alternating rounds per op of {args.min_time} s each side")
+          f"rounds per op of {args.min_time} s each side, the first side alternating; C++: the median of {args.repetitions} "
+          f"repetitions' means, Python: the Timer's median")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"threads": args.threads, "libtorch": version, "python_torch": torch.__version__,
-                       "rounds": args.rounds, "min_time_s": args.min_time, "ops": results}, f, indent=1)
+                       "rounds": args.rounds, "min_time_s": args.min_time, "repetitions": args.repetitions,
+                       "statistic": "C++: the median over the repetitions of each one's mean per call; Python: blocked_autorange's median",
+                       "order": "C++ first in even rounds, Python first in odd ones", "ops": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -265,16 +265,23 @@ TEST(ExplainHarvest, TuningHalfKeepsItsScore) {
 }
 
 // The halves share no project: a repository's messages (often the same error pasted again) are on one side only.
+// harvest_next.jsonl, a fresh harvest kept unscored for the next held-out half, shares none with either.
 TEST(ExplainHarvest, TheHalvesShareNoProject) {
-  std::set<std::string> tuning;
+  std::set<std::string> tuning, both;
   for (const auto& [line, e] : corpus("harvest_tuning.jsonl")) tuning.insert(e.at("project").get<std::string>());
   for (const auto& [line, e] : corpus("harvest_heldout.jsonl")) {
     EXPECT_EQ(tuning.count(e.at("project").get<std::string>()), 0u)
         << "harvest_heldout.jsonl:" << line << ": project " << e.at("project") << " is in the tuning half too";
+    both.insert(e.at("project").get<std::string>());
+  }
+  both.insert(tuning.begin(), tuning.end());
+  for (const auto& [line, e] : corpus("harvest_next.jsonl")) {
+    EXPECT_EQ(both.count(e.at("project").get<std::string>()), 0u)
+        << "harvest_next.jsonl:" << line << ": project " << e.at("project") << " is in a half already";
   }
   // Nor a text: the same message pasted in two repositories is held once, on one side.
   std::map<std::string, std::string> held;
-  for (const char* file : {"harvest_tuning.jsonl", "harvest_heldout.jsonl"}) {
+  for (const char* file : {"harvest_tuning.jsonl", "harvest_heldout.jsonl", "harvest_next.jsonl"}) {
     for (const auto& [line, e] : corpus(file)) {
       const auto [at, first] =
           held.emplace(e.at("text").get<std::string>(), std::string(file) + ":" + std::to_string(line));

@@ -11,7 +11,8 @@ Dropped: texts either half or corpus_*.jsonl already holds, duplicates, other st
 Keras, Paddle, Julia, llama.cpp). Then run relabel.py on both halves.
 --new-heldout: a fresh harvest becomes the held-out half. The held-out half so far, worn by being scored (and read,
 once its successor exists), joins the tuning half; every message of the parts goes to the new held-out half, and a
-part's project that any file already has is an error (whole repositories on one side).
+part's project that any file already has is an error (whole repositories on one side). FIXTURE_DIR/harvest_next.jsonl
+is such a part, kept unscored until it is used so (README.md there); remove it once it is.
 """
 import json
 import re

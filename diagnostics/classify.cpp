@@ -96,11 +96,10 @@ Diagnosis diagnose(const std::string& text, const Rule* rule, const std::string*
   return d;
 }
 
-// A rule that may speak, given what the whole text said: no "likely" memory verdict next to another cause.
+// A rule that may speak, given what the whole text said: no "likely" verdict (nor loose words) next to another cause.
 bool may_apply(std::size_t rule, const Scanner& scanner) {
   const Rule& r = rule_table().rules[rule];
-  if ((std::string(r.confidence) == "likely" || r.yields_to_another_cause) && scanner.another_cause_seen())
-    return false;
+  if (r.yields_to_another_cause && scanner.another_cause_seen()) return false;
   return !(r.unless && scanner.unless_seen(rule));
 }
 

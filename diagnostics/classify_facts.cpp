@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 #include <iterator>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -277,8 +278,9 @@ bool keys_differ_by_module_prefix(const std::string& text) {
   // Only BatchNorm's step counters missing (checkpoints from before 0.4.1 lack them): the keys' versions differ, not
   // their prefix, even where every one of them has "module.".
   const auto counters_only = [](const std::unordered_set<std::string>& keys) {
-    return !keys.empty() && std::all_of(keys.begin(), keys.end(), [](const std::string& k) {
-      return k.size() >= 19 && k.compare(k.size() - 19, 19, "num_batches_tracked") == 0;
+    constexpr std::string_view kCounter = "num_batches_tracked";
+    return !keys.empty() && std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
+      return k.size() >= kCounter.size() && k.compare(k.size() - kCounter.size(), kCounter.size(), kCounter) == 0;
     });
   };
   if (unexpected.empty() && counters_only(missing)) return false;

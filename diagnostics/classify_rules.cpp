@@ -29,6 +29,8 @@ RuleTable::RuleTable() {
     const std::string pattern = confidence[0] ? "(?i)" + p : p;
     rules.push_back(
         Rule{k, &compile(pattern), confidence, allocator, unless ? &compile(std::string("(?i)") + unless) : nullptr});
+    // A "likely" verdict is a guess: it yields to another cause the text names.
+    rules.back().yields_to_another_cause = std::string(confidence) == "likely";
     if (set.Add(pattern, nullptr) < 0) set.Add(kMatchesNothing, nullptr);
     return rules.back();
   };

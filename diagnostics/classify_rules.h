@@ -26,8 +26,8 @@ struct Rule {
   bool two_sides = false;
   /// A further test of the matched text, for what one pattern cannot say.
   bool (*holds)(const std::string& text) = nullptr;
-  /// Loose words: the rule stays quiet where the text names another cause (an illegal memory access after a
-  /// framework's "Recovering from OOM error"), as the "likely" verdicts do.
+  /// The rule stays quiet where the text names another cause: every "likely" rule (set by the table), and loose
+  /// words (an illegal memory access after a framework's "Recovering from OOM error").
   bool yields_to_another_cause = false;
 };
 

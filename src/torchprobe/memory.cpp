@@ -46,6 +46,9 @@ std::int64_t current_rss_bytes() { return status_field_kib("VmRSS") * 1024; }
 std::int64_t peak_rss_bytes() { return status_field_kib("VmHWM") * 1024; }
 
 bool reset_peak_rss() {
+  // Free heap pages first: memory that later work reuses from the heap then counts as growth, as a
+  // fresh mapping would, instead of hiding in pages that earlier work left resident.
+  malloc_trim(0);
   std::ofstream out("/proc/self/clear_refs");
   out << "5";  // "5" resets VmHWM to the current RSS (Linux >= 4.0)
   out.flush();

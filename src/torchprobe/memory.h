@@ -7,7 +7,9 @@ namespace torchprobe {
 std::int64_t current_rss_bytes();
 /// Peak resident set size (VmHWM) since start or the last reset_peak_rss(), in bytes.
 std::int64_t peak_rss_bytes();
-/// Resets the kernel's peak-RSS mark (Linux /proc/self/clear_refs); false if not supported.
+/// Resets the kernel's peak-RSS mark (Linux /proc/self/clear_refs); false if not supported. Hands the
+/// heap's free pages back first (malloc_trim), so that what is measured after the reset counts even
+/// where it reuses memory that earlier work freed.
 bool reset_peak_rss();
 /// Bytes in use on the C heap now (glibc mallinfo2: in-use chunks plus mmapped ones): every
 /// malloc/new of the process, tensor storage and autograd graph nodes alike; 0 where unknown.

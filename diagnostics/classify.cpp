@@ -78,6 +78,8 @@ Diagnosis diagnose(const std::string& text, const Rule* rule, const std::string*
   if (d.kind != ErrorKind::kNotATensor && d.kind != ErrorKind::kStateDictPrefix) {
     d.devices = devices_in(d.message, /*only_asked_for=*/d.kind == ErrorKind::kInvalidDevice);
   }
+  // Sides named in capitals alone ("expected CPU (got CUDA)"): the rule's own reading of them.
+  if (d.kind == ErrorKind::kDeviceMismatch && d.devices.empty() && rule) d.devices = devices_on_two_sides(*rule, text);
   if (d.kind == ErrorKind::kDeviceMismatch && d.devices.empty() && kept) d.devices = devices_listed_after(text, *kept);
   if (d.kind == ErrorKind::kDeviceMismatch && std::find(d.devices.begin(), d.devices.end(), "meta") != d.devices.end()) {
     d.kind = ErrorKind::kMetaTensor;

@@ -273,6 +273,9 @@ bool keys_differ_by_module_prefix(const std::string& text) {
   };
   auto missing = section(missing_at, unexpected_at);
   auto unexpected = section(unexpected_at, missing_at);
+  // load_state_dict lists the missing keys before the unexpected ones: a paste that starts inside that list has the
+  // missing keys before "Unexpected key(s)" and no header of its own.
+  if (!missing_at && unexpected_at) missing = keys_in(StringPiece(text.data(), unexpected_at->first));
   std::string old_key;
   if (RE2::PartialMatch(text, unexpected_0_3, &old_key)) unexpected.merge(keys_in(old_key));
   // Only BatchNorm's step counters missing (checkpoints from before 0.4.1 lack them): the keys' versions differ, not

@@ -72,8 +72,8 @@ RuleTable::RuleTable() {
   // std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed").
   add(gpu, R"(\bget_temporary_buffer failed\b)", "likely", "Thrust (its temporary buffer)");
   // Python's MemoryError (its type alone is the whole message), NumPy's.
-  add(cpu, R"(\bMemoryError\b|Unable to allocate [0-9.]+ [KMGTP]?i?B for an array)", "certain", "Python / NumPy",
-      R"(has no attribute 'OutOfMemoryError')");
+  add(cpu, R"(\bMemoryError\b|_ArrayMemoryError\b|Unable to allocate [0-9.]+ ?[KMGTP]?i?B for (?:an )?array)",
+      "certain", "Python / NumPy", R"(has no attribute 'OutOfMemoryError')");
   add(cpu, R"(Cannot allocate memory)", "certain", "the operating system (ENOMEM)");
   // Ray's memory monitor kills workers when the node's RAM runs low: "Task was killed due to the node running low on
   // memory", "Workers (tasks / actors) killed due to memory pressure (OOM)".
@@ -81,7 +81,8 @@ RuleTable::RuleTable() {
       "the host's memory (Ray's memory monitor)");
   add(gpu, R"(CUBLAS_STATUS_NOT_INITIALIZED)", "likely", "cuBLAS (handle creation)");
   add(gpu,
-      R"(CUDNN_STATUS_(NOT_INITIALIZED|INTERNAL_ERROR|MAPPING_ERROR|EXECUTION_FAILED)|Unable to find a valid cuDNN algorithm)",
+      R"(CUDNN_STATUS_(NOT_INITIALIZED|INTERNAL_ERROR|MAPPING_ERROR|EXECUTION_FAILED)|Unable to find a valid cuDNN algorithm|)"
+      R"(no valid convolution algorithms? available)",
       "likely", "cuDNN (handle or workspace)");
   add(gpu, R"(No executable batch size found)", "likely", "the GPU (every batch size tried ran out of memory)");
   // cudaMalloc that failed, or the runtime's error 2 (cudaErrorMemoryAllocation) by its number: an extension's check.
@@ -110,7 +111,7 @@ RuleTable::RuleTable() {
       R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|)"
       R"(CUDA driver version is insufficient|torch\.(?:cuda|xpu|mps|npu|backends\.mps)\.is_available\(\):?(?: is| returned| returns| ?==)? False|deserialize object on a CUDA device|)"
       R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|torch\.cuda\.\w*Tensor is not enabled|)"
-      R"(CUDA unknown error - this may be due to an incorrectly set up|)"
+      R"(CUDA unknown error ?- ?this may be due to an incorrectly set up|Setting the available devices to be zero|)"
       // The structure, in any back-end's words: no accelerator of a kind is available/detected/found; a build
       // without a back-end; a driver that does not initialise or load; a device count of zero.
       R"((?i:\bno (?:[\w-]+ ){0,2}?(?:GPUs?|devices?|accelerators?|platforms?)\b[^.\n]{0,30}?\b(?:available|detected|found|discovered|present)\b)|)"
@@ -170,6 +171,14 @@ RuleTable::RuleTable() {
       // A driver older than the build needs, by its numbers ("CUDA driver version is 11020, expected at least 11040");
       // a CUDA context that could not be made ("Failed to create a PhysX CUDA Context Manager").
       R"((?i:\bdriver version is [\d.]+,? (?:but )?expected (?:at least|>=?) ?[\d.]+)|)"
+      // A device that cannot be taken (Habana's "synStatus=8 [Device not found] Device acquire failed", also when
+      // another process holds it); a runtime's check that found no device ("error condition !(num_devices > 0)"); none
+      // left free ("requested to find 1 devices but only 0 are currently available"); the driver library missing at
+      // link time ("cannot find -lcuda", as Triton's and inductor's builds say it); Ultralytics' "Invalid CUDA
+      // '--device 0' requested", where one index fails only when CUDA is unavailable.
+      R"((?i:\bdevice acquire failed\b)|!\((?:num_devices|device_count|num_gpus|n_gpus?)\s*>\s*0\)|)"
+      R"((?i:\bbut only 0 (?:[\w-]+ )?(?:are|is|were|was) (?:currently )?(?:available|visible|found|detected)\b)|)"
+      R"(\bcannot find -lcuda\b|Invalid CUDA '--device \d' requested|)"
       // A CPU-only build asked for CUDA through its internals ("module 'torch._C' has no attribute '_cuda_setDevice'");
       // a driver whose version cannot be read (AWS Neuron's "Unable to determine Neuron Driver version"); a machine
       // with no GPU in so many words ("This machine has no cuda devices!").
@@ -192,7 +201,9 @@ RuleTable::RuleTable() {
       // Lightning: "You requested gpu: [1] But your machine only has: [0]" (an empty list is no GPU at all).
       R"((?i:\bmachine only has:? \[[^\]\n]+\])|)"
       // A library's own check of a device string: "Invalid device: cuda:0", "Please input valid device: 'cpu', ...".
-      R"((?i:\binvalid device(?: (?:string|name|id|index))?\s*[:=]\s*\S)|(?i:\b(?:input|pass|give|provide|specify) (?:a )?valid device\b))");
+      R"((?i:\binvalid device(?: (?:string|name|id|index))?\s*[:=]\s*\S)|(?i:\b(?:input|pass|give|provide|specify) (?:a )?valid device\b)|)"
+      // Ultralytics' check of its --device argument given a word that names no device ("--device gpu").
+      R"(Invalid CUDA '--device [^'\d][^']*' requested)");
   add(ErrorKind::kMetaTensor,
       R"(meta tensor|with Meta tensors|from the 'Meta' backend|on device meta|\bmeta\b and|and meta\b|device='meta'|on meta\b|)"
       R"((?i:\b(?:is|was) on the meta device\b))");
@@ -242,7 +253,9 @@ RuleTable::RuleTable() {
         R"((?i)expected a '(\w+)' device type for generator but found '(\w+)')",
         R"(Cannot generate a (\w+) tensor from a generator of type (\w+))",
         R"(\bis on (\w+(?::\d+)?) and must be '?(\w+(?::\d+)?))",
-        R"(is on (\w+(?::\d+)?),? but (?:is )?expected (?:to be )?on (\w+(?::\d+)?))"}) {
+        R"(is on (\w+(?::\d+)?),? but (?:is )?expected (?:to be )?on (\w+(?::\d+)?))",
+        // The legacy constructors' "expected CPU (got CUDA)" (torch.Tensor(a_cuda_tensor)).
+        R"(\bexpected (\w+) \(got (\w+)\))"}) {
     add(mismatch, p).two_sides = true;
   }
   // The structure of a mismatch in any words: one sentence naming two different devices, a tensor-like thing and a
@@ -259,7 +272,10 @@ RuleTable::RuleTable() {
   // almost always is in PyTorch; not advice about what may cause one.
   add(gpu, R"(\bout of memory\b|\bran out of memory\b|\bOOM(?:ed)?\b|OutOfMemory)", "certain",
       "the GPU (the message does not say which allocator)",
-      R"((?:may|might|could|can|will|to avoid|avoid|prevent\w*|reduce|risk of|in case of|if you (?:get|see|encounter|run into))\s+(?:\w+\s+){0,3}?(?:an? )?(?:OOM|out of memory|CUDA out of memory)|has no attribute '\w*OutOfMemory)")
+      R"((?:may|might|could|can|will|to avoid|avoid|prevent\w*|reduce|risk of|in case of|if you (?:get|see|encounter|run into))\s+(?:\w+\s+){0,3}?(?:an? )?(?:OOM|out of memory|CUDA out of memory)|has no attribute '\w*OutOfMemory|)"
+      // A list of what may have caused a crash, memory among them ("There are some potential root causes. (1) ... OOM
+      // killer", "This could be because of several reasons").
+      R"(\b(?:potential|possible) (?:root )?(?:causes?|reasons?)\b|\bcould be because\b|\bseveral reasons\b)")
       .yields_to_another_cause = true;
   // A budget or pool that ran dry, without saying it was the device's memory: a server's KV cache, an allocator's
   // status code (SYCL/Level Zero, XLA), an allocation of a size that failed.
@@ -271,6 +287,9 @@ RuleTable::RuleTable() {
       R"(OUT_OF_RESOURCES|RESOURCE_EXHAUSTED|OUT_OF_DEVICE_MEMORY|)"
       // Habana's "MODULE:PT_DEVMEM Allocation failed for size::268435456 (256)MB".
       R"((?i:\ballocation failed for (?:size\b|\d+ ?(?:bytes|[KMG]i?B)\b))|)"
+      // AWS Neuron's runtime "status=4 message="Allocation Failure""; TensorRT's "Requested amount of GPU memory
+      // (4294967296 bytes) could not be allocated".
+      R"((?i:\ballocation failure\b)|(?i:\b(?:GPU|device) memory\b[^\n]{0,40}?\bcould not be allocated\b)|)"
       R"(\b(?:larger|more) than the available (?:[\w-]+ ){0,3}memory\b|)"
       // A start-up check that the free memory is below the share asked for (vLLM's gpu_memory_utilization).
       R"((?i:\b(?:free|available) (?:GPU |device )?memory\b[^\n]{0,60}?\bis (?:less|smaller|lower) than\b))",
@@ -324,21 +343,22 @@ std::vector<int> set_matches(const RE2::Set& set, const std::vector<const RE2*>&
   return hits;
 }
 
-namespace {
-
-bool sides_differ(const Rule& rule, const std::string& text) {
+std::vector<std::string> devices_on_two_sides(const Rule& rule, const std::string& text) {
   std::string expected, found;
-  if (!RE2::PartialMatch(text, *rule.pattern, &expected, &found)) return false;
+  if (!rule.two_sides || !RE2::PartialMatch(text, *rule.pattern, &expected, &found)) return {};
   // A side may be a bare word in any case ("expected a 'CUDA' device type for generator but found 'CPU'").
   const auto devices = [](const std::string& side) {
     auto d = devices_in(side);
     return d.empty() ? devices_in(to_lower(side)) : d;
   };
-  const auto a = devices(expected), b = devices(found);
-  return !a.empty() && !b.empty() && a != b;
+  auto a = devices(expected);
+  const auto b = devices(found);
+  if (a.empty() || b.empty() || a == b) return {};
+  for (const auto& d : b) {
+    if (std::find(a.begin(), a.end(), d) == a.end()) a.push_back(d);
+  }
+  return a;
 }
-
-}  // namespace
 
 // The rules whose pattern matches `text` and whose side conditions hold there, in table order.
 std::vector<std::size_t> matching_rules(const std::string& text) {
@@ -351,7 +371,7 @@ std::vector<std::size_t> matching_rules(const std::string& text) {
   std::vector<std::size_t> out;
   for (const int i : set_matches(table.set, each, text)) {
     const Rule& rule = table.rules[static_cast<std::size_t>(i)];
-    if (rule.two_sides && !sides_differ(rule, text)) continue;
+    if (rule.two_sides && devices_on_two_sides(rule, text).empty()) continue;
     if (rule.holds && !rule.holds(text)) continue;
     out.push_back(static_cast<std::size_t>(i));
   }

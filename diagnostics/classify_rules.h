@@ -57,5 +57,8 @@ std::vector<int> set_matches(const RE2::Set& set, const std::vector<const RE2*>&
 
 /// The indices of the rules that hold for `text`, in table order.
 std::vector<std::size_t> matching_rules(const std::string& text);
+/// A two-sided rule's devices in `text`: the expected side's, then the found side's; empty unless both sides name
+/// devices and they differ.
+std::vector<std::string> devices_on_two_sides(const Rule& rule, const std::string& text);
 
 }  // namespace torchprobe::diagnostics::detail

@@ -43,9 +43,14 @@ struct LinePatterns {
       compile(R"(\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
   const RE2& warning = compile(R"(^\s*(?:[A-Za-z_]\w*\.)*\w*Warning\s*(?::|：)\s*)");
   // load_state_dict lists missing and unexpected keys on lines of their own.
-  // A key list's own lines ("module.fc.bias",) continue it too.
-  const RE2& key_report = compile(
-      R"(^\s*(?:(?:Missing|Unexpected) key(?:\(s\)|s)? in state_dict|size mismatch for |["'][\w.-]+["'],?\s*$))");
+  // A key list's own lines ("module.fc.bias",) continue it too, and so does the rest of a key a line broke
+  // ('2.bias", "module.fc.weight"').
+  const RE2& key_report =
+      compile(R"(^\s*(?:(?:Missing|Unexpected) key(?:\(s\)|s)? in state_dict|size mismatch for |["'][\w.-]+["'],?\s*$|)"
+              R"([\w.-]*["'],\s*["'][\w.-]))");
+  // A line that is a list of keys: a paste that starts inside load_state_dict's report ('"module.fc.weight",
+  // "module.fc.bias". Unexpected key(s) in state_dict: ...').
+  const RE2& key_list = compile(R"(^\s*["'][\w.-]+["'],\s*["'][\w.-])");
   // "wandb: ...", "INFO: ...": a logger's next record, not a wrapped line.
   const RE2& next_record = compile(R"(^\s*[A-Za-z_][\w.]*: )");
 };
@@ -111,7 +116,43 @@ void Scanner::keep(const StringPiece& line) {
   kept_ += '\n';
 }
 
+namespace {
+
+// The full-width forms of ASCII (U+FF01..U+FF5E: "（", "）", "：", "，", as CJK input methods type them) and the
+// ideographic space, as their ASCII characters: "torch.cuda.device_count（）" reads as "device_count()". False, and
+// `out` untouched, when the line has none.
+bool ascii_from_full_width(StringPiece line, std::string& out) {
+  if (line.find("\xef\xbc") == StringPiece::npos && line.find("\xef\xbd") == StringPiece::npos &&
+      line.find("\xe3\x80\x80") == StringPiece::npos) {
+    return false;
+  }
+  out.clear();
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const auto byte = [&line](std::size_t k) { return static_cast<unsigned char>(line[k]); };
+    if (i + 2 < line.size() && byte(i) == 0xef && (byte(i + 1) == 0xbc || byte(i + 1) == 0xbd) &&
+        (byte(i + 2) & 0xc0u) == 0x80u) {
+      const unsigned code = 0xf000u | ((byte(i + 1) & 0x3fu) << 6) | (byte(i + 2) & 0x3fu);  // U+FF00..U+FF7F
+      if (code >= 0xff01 && code <= 0xff5e) {
+        out += static_cast<char>(code - 0xfee0);
+        i += 2;
+        continue;
+      }
+    }
+    if (i + 2 < line.size() && byte(i) == 0xe3 && byte(i + 1) == 0x80 && byte(i + 2) == 0x80) {
+      out += ' ';
+      i += 2;
+      continue;
+    }
+    out += line[i];
+  }
+  return true;
+}
+
+}  // namespace
+
 void Scanner::feed(StringPiece raw) {
+  std::string ascii;
+  if (ascii_from_full_width(raw, ascii)) raw = ascii;
   ++line_;
   if (!raw.empty() && raw[raw.size() - 1] == '\r') raw.remove_suffix(1);
   const bool error_word = note_context(raw);
@@ -178,9 +219,15 @@ void Scanner::feed(StringPiece raw) {
   }
   close();
   open_ = true;
-  entry_ = Entry{
-      line_,      tier,          std::string(message.data(), message.size()),    exception_type(type), 1, open_end,
-      raw.size(), ends_sentence, message.find("state_dict") != StringPiece::npos};
+  entry_ = Entry{line_,
+                 tier,
+                 std::string(message.data(), message.size()),
+                 exception_type(type),
+                 1,
+                 open_end,
+                 raw.size(),
+                 ends_sentence,
+                 message.find("state_dict") != StringPiece::npos || RE2::PartialMatch(message, p.key_list)};
 }
 
 void Scanner::close() {

@@ -27,8 +27,8 @@ struct Entry {
   bool ends_sentence = false;  ///< its last line ended a sentence ("cuda:1 and cpu!"): a log's next line is news
   /// What the rules read: the type and the text ("MemoryError: ..."), or the text alone.
   std::string subject() const { return type.empty() ? text : text.empty() ? type : type + ": " + text; }
-  /// The text names a state_dict (a key report's paragraphs follow, blank lines between): kept as lines are added,
-  /// so that each line read does not search the whole entry again.
+  /// The text names a state_dict or starts as a list of keys (a key report's paragraphs follow, blank lines between):
+  /// kept as lines are added, so that each line read does not search the whole entry again.
   bool has_state_dict = false;
 };
 

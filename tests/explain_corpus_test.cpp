@@ -240,12 +240,14 @@ HarvestScore score_harvest(const std::string& file) {
   return s;
 }
 
-// Floors, raised as explain improves and never lowered: a change that makes explain worse on messages it has never
-// seen fails here. The goal (issue 36) is 95% held out and no near-miss given a kind. The held-out half is the fourth,
-// fifth and eighth harvests, from repositories no tuning message comes from, each scored once on the day it came
-// and never read for its misses: 429 of 450 on 2026-11-29, after round nine's rules (tests/fixtures/explain/README.md).
-constexpr double kHeldOutFloor = 0.95, kTuningFloor = 0.98;
-constexpr int kHeldOutNearMissesGivenAKind = 2;
+// Floors, raised as explain improves and never lowered for the same half: a change that makes explain worse on
+// messages it has never seen fails here. The goal (issue 36) is 95% held out and no near-miss given a kind. The
+// held-out half is harvests eleven and twelve (329 messages from 314 repositories no tuning message comes from),
+// collected by people who never saw the classifier and scored once, on 2026-11-29, after every rule of this commit
+// was written: 309 of 329 (93.9%), 1 of 76 near-misses given a kind; its misses have not been read
+// (tests/fixtures/explain/README.md). The half before it, worn by being scored after every round, is tuning now.
+constexpr double kHeldOutFloor = 0.939, kTuningFloor = 0.98;
+constexpr int kHeldOutNearMissesGivenAKind = 1;
 
 }  // namespace
 
@@ -265,23 +267,16 @@ TEST(ExplainHarvest, TuningHalfKeepsItsScore) {
 }
 
 // The halves share no project: a repository's messages (often the same error pasted again) are on one side only.
-// harvest_next.jsonl, a fresh harvest kept unscored for the next held-out half, shares none with either.
 TEST(ExplainHarvest, TheHalvesShareNoProject) {
-  std::set<std::string> tuning, both;
+  std::set<std::string> tuning;
   for (const auto& [line, e] : corpus("harvest_tuning.jsonl")) tuning.insert(e.at("project").get<std::string>());
   for (const auto& [line, e] : corpus("harvest_heldout.jsonl")) {
     EXPECT_EQ(tuning.count(e.at("project").get<std::string>()), 0u)
         << "harvest_heldout.jsonl:" << line << ": project " << e.at("project") << " is in the tuning half too";
-    both.insert(e.at("project").get<std::string>());
-  }
-  both.insert(tuning.begin(), tuning.end());
-  for (const auto& [line, e] : corpus("harvest_next.jsonl")) {
-    EXPECT_EQ(both.count(e.at("project").get<std::string>()), 0u)
-        << "harvest_next.jsonl:" << line << ": project " << e.at("project") << " is in a half already";
   }
   // Nor a text: the same message pasted in two repositories is held once, on one side.
   std::map<std::string, std::string> held;
-  for (const char* file : {"harvest_tuning.jsonl", "harvest_heldout.jsonl", "harvest_next.jsonl"}) {
+  for (const char* file : {"harvest_tuning.jsonl", "harvest_heldout.jsonl"}) {
     for (const auto& [line, e] : corpus(file)) {
       const auto [at, first] =
           held.emplace(e.at("text").get<std::string>(), std::string(file) + ":" + std::to_string(line));

@@ -586,6 +586,52 @@ TEST(Explain, RoundTensStructures) {
             "state_dict_prefix");
 }
 
+TEST(Explain, TheFirstHeldOutHalfsStructures) {
+  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
+  // Full-width punctuation, as CJK input methods type it, reads as ASCII.
+  EXPECT_EQ(
+      kind_of("RuntimeError： Trying to deserialize object on CUDA device 3 but torch.cuda.device_count（） is 2"),
+      "invalid_device");
+  // A legacy constructor's sides in capitals alone still name the devices.
+  const Diagnosis legacy = explain_error("TypeError: expected CPU (got CUDA)");
+  EXPECT_EQ(kind_name(legacy.kind), "device_mismatch");
+  EXPECT_EQ(legacy.devices, (std::vector<std::string>{"cpu", "cuda"}));
+  EXPECT_EQ(kind_of("TypeError: expected CUDA (got CUDA)"), "unknown");
+  // A paste that starts inside load_state_dict's list of missing keys.
+  EXPECT_EQ(kind_of("\"module.head.weight\", \"module.head.\n2.bias\", \"module.head.3.weight\".\n"
+                    "\tUnexpected key(s) in state_dict: \"stem.weight\", \"stem.bias\"."),
+            "state_dict_prefix");
+  EXPECT_EQ(
+      kind_of("\"head.weight\", \"head.bias\".\n\tUnexpected key(s) in state_dict: \"stem.weight\", \"stem.bias\"."),
+      "unknown");
+  // Memory among a list of what may have caused a crash is no verdict.
+  EXPECT_EQ(kind_of("ray.exceptions.ActorDiedError: The actor died unexpectedly. There are some potential root causes. "
+                    "(1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force "
+                    "is called."),
+            "unknown");
+  // No device to be had: one that cannot be acquired, a runtime that counted none, none left free, no driver to link.
+  EXPECT_EQ(kind_of("RuntimeError: synStatus=8 [Device not found] Device acquire failed."), "cuda_unavailable");
+  EXPECT_EQ(kind_of("RuntimeError: Init: error condition !(num_devices > 0): "), "cuda_unavailable");
+  EXPECT_EQ(kind_of("RuntimeError: You requested to find 2 devices but only 0 are currently available."),
+            "cuda_unavailable");
+  EXPECT_EQ(kind_of("/usr/bin/ld: cannot find -lcuda\ncollect2: error: ld returned 1 exit status"), "cuda_unavailable");
+  // Ultralytics' --device check: one index fails only without CUDA; a word is no device at all.
+  EXPECT_EQ(
+      kind_of("AssertionError: Invalid CUDA '--device 1' requested, use '--device cpu' or pass valid CUDA device(s)"),
+      "cuda_unavailable");
+  EXPECT_EQ(kind_of("Invalid CUDA '--device gpu' requested, use '--device cpu' or pass valid CUDA device(s)"),
+            "invalid_device");
+  // Memory: NumPy's array error by its type, cuDNN without an algorithm, a runtime's "Allocation Failure".
+  const Diagnosis numpy =
+      explain_error("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.1 GiB for array with shape (9, 9)");
+  EXPECT_EQ(kind_name(numpy.kind), "out_of_memory_cpu");
+  EXPECT_EQ(numpy.confidence, "certain");
+  const Diagnosis cudnn = explain_error("RuntimeError: no valid convolution algorithms available in CuDNN");
+  EXPECT_EQ(kind_name(cudnn.kind), "out_of_memory_gpu");
+  EXPECT_EQ(cudnn.confidence, "likely");
+  EXPECT_EQ(explain_error("RuntimeError: nrt_load status=4 message=\"Allocation Failure\"").confidence, "likely");
+}
+
 TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
   const std::string traceback =
       "Traceback (most recent call last):\n"

@@ -293,6 +293,15 @@ bool keys_differ_by_module_prefix(const std::string& text) {
   const auto none_has = [](const std::unordered_set<std::string>& keys) {
     return std::none_of(keys.begin(), keys.end(), has_module_component);
   };
+  // A report into a wrapped model (its own keys carry "module.") with one list only: extra keys alone (nothing the
+  // model has is missing), or a whole list of missing keys ending the message (a checkpoint without the prefix would
+  // have left its own keys unexpected). Keys the two do not share, not a prefix; a list the paste cut off may be.
+  static const RE2& into_wrapper = compile(R"(state_dict for (?:DataParallel|DistributedDataParallel)\b)");
+  static const RE2& list_ends_message = compile(R"(["']\.\s*$)");
+  if (RE2::PartialMatch(text, into_wrapper) && (missing_at.has_value() != unexpected_at.has_value())) {
+    if (unexpected_at && missing.empty()) return false;
+    if (missing_at && RE2::PartialMatch(text, list_ends_message)) return false;
+  }
   // Keys missing from a compiled model (an OptimizedModule holds every parameter under "_orig_mod."): a plain
   // checkpoint, whether or not the report got as far as listing them.
   static const RE2& into_compiled = compile(R"(state_dict for OptimizedModule\b)");

@@ -61,7 +61,7 @@ RuleTable::RuleTable() {
   // Vulkan's and Level Zero's status codes say it too: "VkResult: ERROR_OUT_OF_DEVICE_MEMORY".
   add(gpu,
       R"(not enough (?:GPU |video |device |VRAM |graphics |dedicated )+memory|out of (?:GPU|video|device) memory|)"
-      R"(\w*OUT_OF_DEVICE_MEMORY\b)",
+      R"(\w*OUT_OF_DEVICE_MEMORY\b|\w*OutOfDeviceMemory\b)",
       "certain", "the GPU's memory");
   add(gpu,
       R"(CUDA error: ?out of memory|cuda runtime error \(2\) ?: ?out of memory|error=2 : out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation)",
@@ -75,6 +75,12 @@ RuleTable::RuleTable() {
   add(cpu, R"(\bMemoryError\b|_ArrayMemoryError\b|Unable to allocate [0-9.]+ ?[KMGTP]?i?B for (?:an )?array)",
       "certain", "Python / NumPy", R"(has no attribute 'OutOfMemoryError')");
   add(cpu, R"(Cannot allocate memory)", "certain", "the operating system (ENOMEM)");
+  // Vulkan's "vk::Device::createFenceUnique: ErrorOutOfHostMemory" (a renderer beside PyTorch), as its device twin.
+  add(cpu, R"(\w*OUT_OF_HOST_MEMORY\b|\w*OutOfHostMemory\b)", "certain", "the host's memory (a driver's allocation)");
+  // Slurm's cgroup killed the job for its memory: "Detected 1 oom-kill event(s) in StepId=...", "Some of your
+  // processes may have been killed by the cgroup out-of-memory handler".
+  add(cpu, R"(\boom[-_]kill events?\b|\bcgroup out-of-memory handler\b)", "certain",
+      "the host's memory (the job's cgroup limit)");
   // Ray's memory monitor kills workers when the node's RAM runs low: "Task was killed due to the node running low on
   // memory", "Workers (tasks / actors) killed due to memory pressure (OOM)".
   add(cpu, R"(\bnode running low on memory\b|\bkilled due to memory pressure\b)", "certain",
@@ -87,7 +93,7 @@ RuleTable::RuleTable() {
   add(gpu, R"(No executable batch size found)", "likely", "the GPU (every batch size tried ran out of memory)");
   // cudaMalloc that failed, or the runtime's error 2 (cudaErrorMemoryAllocation) by its number: an extension's check.
   add(gpu,
-      R"(\bCuda error:? ?2\b|\bcudaMalloc\w*\b[^\n]{0,60}?\b(?:fail\w*|error)\b|\b(?:fail\w*|error)\b[^\n]{0,60}?\bcudaMalloc)",
+      R"(\bCuda error:? ?2\b|(?i:\bcuda runtime error \(2\))|(?i:\bcuda\b[^\n]{0,40}?\bfailed with error 2\b)|\bcudaMalloc\w*\b[^\n]{0,60}?\b(?:fail\w*|error)\b|\b(?:fail\w*|error)\b[^\n]{0,60}?\bcudaMalloc)",
       "likely", "CUDA runtime (cudaMalloc)", R"(out of memory)");
   add(cpu, R"(posix_memalign\(.*12 vs 0)", "likely", "LibTorch CPU allocator");
   // DataLoader workers that ran out of the host's shared memory (/dev/shm; a container's default 64 MB).
@@ -179,6 +185,11 @@ RuleTable::RuleTable() {
       R"((?i:\bdevice acquire failed\b)|!\((?:num_devices|device_count|num_gpus|n_gpus?)\s*>\s*0\)|)"
       R"((?i:\bbut only 0 (?:[\w-]+ )?(?:are|is|were|was) (?:currently )?(?:available|visible|found|detected)\b)|)"
       R"(\bcannot find -lcuda\b|Invalid CUDA '--device \d' requested|)"
+      // ROCm's "Failed to get device count" at import; a feature that needs the back-end this build or host lacks
+      // ("Pinned memory requires CUDA", the sentence ending there); the CUDA runtime a kernel library could not load
+      // ("Library cudart is not initialized").
+      R"((?i:\bfailed to get (?:the )?(?:[\w-]+ )?device count\b)|(?i:\brequires (?:CUDA|ROCm|HIP|a GPU)\s*(?:$|[.!;,)]))|)"
+      R"((?i:\blibrary (?:cudart|libcudart|cuda|nvrtc)\S* is not initiali[sz]ed\b)|)"
       // A CPU-only build asked for CUDA through its internals ("module 'torch._C' has no attribute '_cuda_setDevice'");
       // a driver whose version cannot be read (AWS Neuron's "Unable to determine Neuron Driver version"); a machine
       // with no GPU in so many words ("This machine has no cuda devices!").
@@ -306,7 +317,8 @@ ContextPatterns::ContextPatterns() {
   // A status code that usually means memory ran out says so only when nothing else in the text names another
   // cause: a failed device-side assertion or a bad memory access poisons every later CUDA call, and cuDNN reports
   // version and layout problems with the same codes.
-  add(R"(device-side assert|Assertion `.*` failed|`[^`\n]+` failed|illegal memory access|unspecified launch failure|misaligned address|)"
+  // Not 2.x's hint under every CUDA error ("Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.").
+  add(R"(device-side assert\b|Assertion `.*` failed|`[^`\n]+` failed|illegal memory access|unspecified launch failure|misaligned address|)"
       R"(cuDNN version|non-contiguous input|CUBLAS_STATUS_EXECUTION_FAILED|CUDA driver version is insufficient)");
   // A line that reports an error: an exception's type, LibTorch's what(), a library's failure report, a log level.
   add(R"(error|Error|ERROR|exception|Exception|FAIL|fail|what\(\)|terminate called|WARN)");

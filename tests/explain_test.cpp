@@ -632,6 +632,47 @@ TEST(Explain, TheFirstHeldOutHalfsStructures) {
   EXPECT_EQ(explain_error("RuntimeError: nrt_load status=4 message=\"Allocation Failure\"").confidence, "likely");
 }
 
+TEST(Explain, RoundThirteensStructures) {
+  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
+  // A report into a wrapped model, whose keys carry "module." already: extra keys alone, or a whole list of missing
+  // keys ending the message, are keys the two do not share; a list the paste cut off may still be the prefix.
+  EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for DataParallel:\n"
+                    "\tUnexpected key(s) in state_dict: \"module.bert.embeddings.position_ids\""),
+            "unknown");
+  EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for DataParallel:\n"
+                    "\tMissing key(s) in state_dict: \"module.head.weight\", \"module.head.bias\"."),
+            "unknown");
+  EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for DataParallel:\n"
+                    "\tMissing key(s) in state_dict: \"module.conv1.weight\", \"module.bn1.weight\", \"module.bn1"),
+            "state_dict_prefix");
+  EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for ResNet:\n"
+                    "\tUnexpected key(s) in state_dict: \"module.conv1.weight\", \"module.bn1.weight\"."),
+            "state_dict_prefix");
+  // 2.x's hint under every CUDA error is no device-side assert: the OOM a vGPU layer logged above it stands.
+  const Diagnosis vgpu = explain_error(
+      "[HAMI-core ERROR (pid:30 allocator.c:53)]: Device 0 OOM 3171158016 / 3145728000\n"
+      "RuntimeError: CUDA error: unrecognized error code\n"
+      "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.");
+  EXPECT_EQ(kind_name(vgpu.kind), "out_of_memory_gpu");
+  EXPECT_EQ(kind_of("RuntimeError: CUDA error: device-side assert triggered\nCUDNN_STATUS_NOT_INITIALIZED"), "unknown");
+  // The host's memory: Slurm's cgroup killer, Vulkan's host allocation.
+  const Diagnosis slurm = explain_error(
+      "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch. Some of your processes may have been "
+      "killed "
+      "by the cgroup out-of-memory handler.\nsrun: error: node7: task 0: Out Of Memory");
+  EXPECT_EQ(kind_name(slurm.kind), "out_of_memory_cpu");
+  EXPECT_EQ(kind_of("RuntimeError: vk::Device::createFenceUnique: ErrorOutOfHostMemory"), "out_of_memory_cpu");
+  EXPECT_EQ(kind_of("RuntimeError: vk::Device::allocateMemory: ErrorOutOfDeviceMemory"), "out_of_memory_gpu");
+  // The runtime's error 2 by its number alone (likely).
+  EXPECT_EQ(explain_error("RuntimeError: cuda runtime error (2)").confidence, "likely");
+  EXPECT_EQ(explain_error("RuntimeError indice_cuda.cu 124 cuda execution failed with error 2").confidence, "likely");
+  // No usable back-end: a device count that cannot be read, a feature that needs CUDA, a runtime not initialised.
+  EXPECT_EQ(kind_of(">>> import torch\nFailed to get device count"), "cuda_unavailable");
+  EXPECT_EQ(kind_of("RuntimeError: Pinned memory requires CUDA."), "cuda_unavailable");
+  EXPECT_EQ(kind_of("RuntimeError: FlashAttention requires CUDA 11.6 or above"), "unknown");
+  EXPECT_EQ(kind_of("RuntimeError('Library cudart is not initialized')"), "cuda_unavailable");
+}
+
 TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
   const std::string traceback =
       "Traceback (most recent call last):\n"

@@ -10,7 +10,28 @@ def indices_devices(text):
     return None if m is None else ['cpu'] if m.group(1) == 'cpu' else ['cpu', m.group(1)]
 
 
+def wrapper_keys_not_a_prefix(text):
+    """A report into a wrapped model (DataParallel, DDP: its keys carry "module." already) with one list only, of
+    prefixed keys: unexpected keys alone (nothing the model has is missing), or a complete list of missing keys
+    alone (a checkpoint without the prefix would have left its own keys unexpected). Keys the two do not share, not
+    a prefix: the collectors' own reading in every such note."""
+    if not re.search(r'state_dict for (?:DataParallel|DistributedDataParallel)\b', text):
+        return False
+    lists = re.findall(r'(Missing|Unexpected) key\(s\) in state_dict:', text)
+    if len(lists) != 1:
+        return False
+    section = re.split(r'key\(s\) in state_dict:', text, maxsplit=1)[1]
+    keys = re.findall(r'"([\w.]+)"', section)
+    if not keys or not all(k.startswith('module.') for k in keys):
+        return False
+    return lists[0] == 'Unexpected' or re.search(r'["\']\.\s*$', section) is not None
+
+
 conventions = [
+    # A wrapper's report of prefixed keys that do not differ by the prefix (above).
+    ('a wrapper report of keys it does not share', lambda e: e['kind'] == 'state_dict_prefix'
+        and wrapper_keys_not_a_prefix(e['text']),
+     lambda e: e.update(kind='unknown', near_miss=True)),
     # The corpus's device names: a GPU written as a word is "cuda" (as "is on CPU, but expected it to be on GPU").
     ('devices: GPU is cuda', lambda e: e['kind'] == 'device_mismatch' and any(d.lower() == 'gpu' for d in e['devices']),
      lambda e: e.update(devices=['cuda' if d.lower() == 'gpu' else d for d in e['devices']])),
@@ -68,7 +89,7 @@ conventions = [
     # corpus_device.jsonl's sd-module-missing-dp-truncated-deeplab48: a DataParallel model's report listing only keys
     # with "module." (the other list cut off) is the prefix.
     # The keys are those of the list (not a traceback's file names); markdown around the colon is no matter.
-    ('a wrapper report with prefixed keys alone', lambda e: e['kind'] == 'unknown' and re.search(
+    ('a wrapper report with prefixed keys alone', lambda e: e['kind'] == 'unknown' and not wrapper_keys_not_a_prefix(e['text']) and re.search(
         r'state_dict for (?:DataParallel|DistributedDataParallel):[*\s]*(?:Missing|Unexpected) key\(s\) in state_dict: "module\.', e['text'])
         and not re.search(r'(?s)(?:Missing|Unexpected) key\(s\).*(?:Missing|Unexpected) key\(s\)', e['text'])
         and all(k.startswith('module.') for k in re.findall(r'"([\w.]+)"', re.split(r'key\(s\) in state_dict:', e['text'])[1])),

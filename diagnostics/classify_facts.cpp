@@ -275,7 +275,10 @@ bool keys_differ_by_module_prefix(const std::string& text) {
   auto unexpected = section(unexpected_at, missing_at);
   // load_state_dict lists the missing keys before the unexpected ones: a paste that starts inside that list has the
   // missing keys before "Unexpected key(s)" and no header of its own.
-  if (!missing_at && unexpected_at) missing = keys_in(StringPiece(text.data(), unexpected_at->first));
+  static const RE2& starts_with_keys = compile(R"(^\s*["'][\w.-]+["'],)");
+  if (!missing_at && unexpected_at && RE2::PartialMatch(text, starts_with_keys)) {
+    missing = keys_in(StringPiece(text.data(), unexpected_at->first));
+  }
   std::string old_key;
   if (RE2::PartialMatch(text, unexpected_0_3, &old_key)) unexpected.merge(keys_in(old_key));
   // Only BatchNorm's step counters missing (checkpoints from before 0.4.1 lack them): the keys' versions differ, not
@@ -297,7 +300,7 @@ bool keys_differ_by_module_prefix(const std::string& text) {
   // model has is missing), or a whole list of missing keys ending the message (a checkpoint without the prefix would
   // have left its own keys unexpected). Keys the two do not share, not a prefix; a list the paste cut off may be.
   static const RE2& into_wrapper = compile(R"(state_dict for (?:DataParallel|DistributedDataParallel)\b)");
-  static const RE2& list_ends_message = compile(R"(["']\.\s*$)");
+  static const RE2& list_ends_message = compile(R"(["']\.[\s"'})\]]*$)");  // what a log's quoting closes after it
   if (RE2::PartialMatch(text, into_wrapper) && (missing_at.has_value() != unexpected_at.has_value())) {
     if (unexpected_at && missing.empty()) return false;
     if (missing_at && RE2::PartialMatch(text, list_ends_message)) return false;

@@ -20,9 +20,17 @@ struct LinePatterns {
       R"(^(?:\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]? ?(?:- )?|)"
       R"((?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) \d\d-\d\d [\d:.]+ [\w.-]+:\d+\] ?|)"
       R"([IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ?|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:|)"
-      R"([\d:.-]+\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+|[\w.-]+:\d+:\d+ \[\d+\] |!!! Exception during processing ?!!! ?))");
-  // What is put before every line, wrapped ones too: a Markdown quote, torchrun's "[rank5]: ".
-  const RE2& quote = compile(R"(^(?:\s*>+ ?|\[rank\d+\]: ?))");
+      R"([\d:.-]+\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+|[\w.-]+:\d+:\d+ \[\d+\] |!!! Exception during processing ?!!! ?|)"
+      // A level after the time: logging's "%(name)s - %(levelname)s - " ("root - ERROR - "), loguru's "| ERROR    |
+      // __main__:run:12 - ", "[ERROR] ". Never "ERROR: ", which reads as the exception's own type.
+      R"((?:[\w.<>-]+ - )?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE) - |)"
+      R"(\| ?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE|SUCCESS) *\| ?(?:[\w.<>-]+:[\w.<>-]+:\d+ - )?|)"
+      R"(\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE)\] ?))");
+  // What is put before every line, wrapped ones too: a Markdown quote, torchrun's "[rank5]: ", Ray's "(RayWorker
+  // pid=3478, ip=10.0.0.2) ", docker compose's "trainer-1  | ", a Kubernetes container log's "stderr F " (after its
+  // time).
+  const RE2& quote = compile(
+      R"(^(?:\s*>+ ?|\[rank\d+\]: ?|\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.]+)?\) |[\w.-]+ *\| |(?:stdout|stderr) [FP] ))");
   // A Python frame: the line after it is source code, never the error.
   const RE2& frame = compile(R"(^\s*(?:File "[^"]*", line \d+|Cell In\[\d+\], line \d+))");
   // Lines that are not the error itself: traceback headers, C++ frames, carets, `raise` statements, rich's boxes,
@@ -40,7 +48,7 @@ struct LinePatterns {
                                  R"((?:[A-Za-z_]\w*\.)*\w*(?i:error|exception)(?:\[[^\]]*\])?\s*(?::|：|$)\s*))");
   // The same after a source line on one line: "x.cuda(i) RuntimeError: CUDA error (10): ...".
   const RE2& exception_inside =
-      compile(R"(\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
+      compile(R"(\s((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
   const RE2& warning = compile(R"(^\s*(?:[A-Za-z_]\w*\.)*\w*Warning\s*(?::|：)\s*)");
   // load_state_dict lists missing and unexpected keys on lines of their own.
   // A key list's own lines ("module.fc.bias",) continue it too, and so does the rest of a key a line broke
@@ -102,12 +110,19 @@ bool Scanner::note_context(const StringPiece& raw) {
 
 bool Scanner::continues(const StringPiece& line) const {
   const LinePatterns& p = line_patterns();
-  if (RE2::PartialMatch(line, p.key_report)) return entry_.has_state_dict && entry_.lines < kMaxKeyReportLines;
+  if (RE2::PartialMatch(line, p.key_report) || RE2::PartialMatch(line, p.key_list)) {
+    return entry_.has_state_dict && entry_.lines < kMaxKeyReportLines;
+  }
   if (entry_.lines >= kMaxWrappedLines || RE2::PartialMatch(line, p.next_record)) return false;
   const StringPiece start = trimmed(line);
-  const bool lower_start = !start.empty() && (std::islower(static_cast<unsigned char>(start[0])) || start[0] == '(');
+  // What a sentence goes on with: a lower-case word, a bracket, a number, a quoted name ("#3 'index'").
+  const bool lower_start = !start.empty() && (std::islower(static_cast<unsigned char>(start[0])) ||
+                                              std::strchr("([#'\"", start[0]) != nullptr ||
+                                              std::isdigit(static_cast<unsigned char>(start[0])));
+  // A line cut at a terminal's or a mail's width (76 columns or more) mid-sentence goes on whatever its next word.
   return entry_.text.empty() || entry_.open_end ||
-         (lower_start && entry_.last_width >= kWrapWidth && !entry_.ends_sentence);
+         ((lower_start || entry_.last_width >= kHardWrapWidth) && entry_.last_width >= kWrapWidth &&
+          !entry_.ends_sentence);
 }
 
 void Scanner::keep(const StringPiece& line) {
@@ -117,6 +132,58 @@ void Scanner::keep(const StringPiece& line) {
 }
 
 namespace {
+
+// A terminal's colours ("\x1b[31m"), and what is left of them where a copy dropped the escape ("[31m", "[0m").
+bool without_colours(StringPiece line, std::string& out) {
+  // Colours only (SGR): other escapes (a title, a cleared screen) stay, for the printers to show inert.
+  static const RE2& colour = compile(R"(\x1b\[[0-9;]*m|\[\d{1,3}(?:;\d{1,3})*m)");
+  if (line.find('\x1b') == StringPiece::npos && line.find('[') == StringPiece::npos) return false;
+  std::string copy(line.data(), line.size());
+  if (RE2::GlobalReplace(&copy, colour, "") == 0) return false;
+  out = std::move(copy);
+  return true;
+}
+
+// A log that stored a message with its newlines escaped (JSON, a Python repr: "RuntimeError('CUDA error: out of
+// memory\nCUDA kernel errors ...')"): its lines, unescaped. Only where some "\n" could not be in a Windows path
+// ("C:\nvidia\new" stays one line): it ends the line, or is followed by anything but a lower-case letter, or
+// follows what no path name has (")", a blank, a quote). Empty when not escaped.
+std::vector<std::string> escaped_lines(StringPiece line) {
+  const auto in_a_name = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == ':' || c == '\\';
+  };
+  bool escaped = false;
+  for (std::size_t at = line.find("\\n"); at != StringPiece::npos && !escaped; at = line.find("\\n", at + 2)) {
+    escaped = at + 2 == line.size() || !std::islower(static_cast<unsigned char>(line[at + 2])) ||
+              (at > 0 && !in_a_name(line[at - 1]));
+  }
+  if (!escaped) return {};
+  std::vector<std::string> lines(1);
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] != '\\' || i + 1 == line.size()) {
+      lines.back() += line[i];
+      continue;
+    }
+    switch (line[++i]) {
+      case 'n':
+        lines.emplace_back();
+        break;
+      case 'r':
+        break;
+      case 't':
+        lines.back() += '\t';
+        break;
+      case '"':
+      case '\'':
+      case '\\':
+        lines.back() += line[i];
+        break;
+      default:
+        lines.back() += '\\', lines.back() += line[i];
+    }
+  }
+  return lines;
+}
 
 // The full-width forms of ASCII (U+FF01..U+FF5E: "（", "）", "：", "，", as CJK input methods type them) and the
 // ideographic space, as their ASCII characters: "torch.cuda.device_count（）" reads as "device_count()". False, and
@@ -151,9 +218,16 @@ bool ascii_from_full_width(StringPiece line, std::string& out) {
 }  // namespace
 
 void Scanner::feed(StringPiece raw) {
-  std::string ascii;
-  if (ascii_from_full_width(raw, ascii)) raw = ascii;
   ++line_;
+  std::string plain, ascii;
+  if (without_colours(raw, plain)) raw = plain;
+  if (ascii_from_full_width(raw, ascii)) raw = ascii;
+  const std::vector<std::string> lines = escaped_lines(raw);
+  if (lines.empty()) return read(raw);
+  for (const auto& line : lines) read(line);
+}
+
+void Scanner::read(StringPiece raw) {
   if (!raw.empty() && raw[raw.size() - 1] == '\r') raw.remove_suffix(1);
   const bool error_word = note_context(raw);
   const LinePatterns& p = line_patterns();
@@ -206,7 +280,10 @@ void Scanner::feed(StringPiece raw) {
   keep(message);
   const bool open_end = raw.size() > 0 && (raw[raw.size() - 1] == ' ' || raw[raw.size() - 1] == '\t');
   const bool ends_sentence = !message.empty() && std::strchr(".!?)]", message[message.size() - 1]) != nullptr;
-  if (open_ && tier != kException && !new_record && !raise && continues(line)) {
+  // A log header starts a record of its own, unless the logger puts one on every line (a container's or a cluster's
+  // log): then a key report's next list, or a line after one left open, still continues the record.
+  const bool same_record = !new_record || (open_ && (entry_.open_end || RE2::PartialMatch(line, p.key_report)));
+  if (open_ && tier != kException && same_record && !raise && continues(line)) {
     if (!entry_.text.empty()) entry_.text += ' ';
     entry_.text.append(message.data(), message.size());
     // The space put between lines cannot be part of "state_dict": searching the new line alone is enough.

@@ -56,9 +56,10 @@ class Scanner {
  private:
   static constexpr int kMaxWrappedLines = 8, kMaxKeyReportLines = 16;
   // Terminals and loggers wrap at 70 columns or more; a shorter line followed by a lower-case one ended there.
-  static constexpr std::size_t kWrapWidth = 60;
+  static constexpr std::size_t kWrapWidth = 60, kHardWrapWidth = 76;
   static constexpr std::size_t kKeptBytes = std::size_t{1} << 20, kKeptLineBytes = 4096;
 
+  void read(StringPiece raw);  // one line, as feed() made it plain
   bool note_context(const StringPiece& raw);
   bool continues(const StringPiece& line) const;
   void keep(const StringPiece& line);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <map>
@@ -208,11 +209,14 @@ struct HarvestScore {
 
 // Right: the kind; for device_mismatch also the devices (as written, in order) and the argument; for the memory
 // kinds also the confidence. A near-miss (a message that looks like one of ours but is not) must stay unknown.
-HarvestScore score_harvest(const std::string& file) {
+// `as_pasted`: the text as a log or a paste would carry it (the formats test below); none: as recorded.
+HarvestScore score_harvest(const std::string& file,
+                           const std::function<std::string(const std::string&)>& as_pasted = nullptr) {
   HarvestScore s;
   for (const auto& [line, e] : corpus(file)) {
     const std::string expected = e.at("kind").get<std::string>();
-    const dx::Diagnosis d = dx::explain_error(e.at("text").get<std::string>());
+    const std::string text = e.at("text").get<std::string>();
+    const dx::Diagnosis d = dx::explain_error(as_pasted ? as_pasted(text) : text);
     const std::string got = dx::kind_name(d.kind);
     bool right = got == expected;
     if (right && expected == "device_mismatch") {
@@ -265,6 +269,83 @@ TEST(ExplainHarvest, TuningHalfKeepsItsScore) {
   ASSERT_GE(s.total, 300);
   EXPECT_GE(s.right, static_cast<int>(kTuningFloor * s.total)) << "tuning misses:\n" << s.misses;
   EXPECT_EQ(s.near_misses_given_a_kind, 0);
+}
+
+// The same messages as logs and pastes carry them: escaped into JSON or a Python repr, coloured, behind a logger's
+// header, behind a container's or a cluster's prefix on every line, wrapped at a terminal's width, with CRLF, quoted.
+// Each format must read (nearly) as the plain text does, and give no near-miss a kind: a rule that only works on a
+// clean paste fails here.
+namespace {
+
+std::string each_line(const std::string& text, const std::function<std::string(const std::string&)>& change) {
+  std::string out;
+  std::size_t start = 0;
+  while (true) {
+    const auto end = text.find('\n', start);
+    out += change(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    out += '\n';
+    start = end + 1;
+  }
+}
+
+// Greedy word wrap at `width` columns, as a terminal or a mail client wraps a long line at its blanks.
+std::string wrapped(const std::string& line, std::size_t width) {
+  std::string out, current;
+  std::size_t at = 0;
+  while (at < line.size()) {
+    const auto blank = line.find(' ', at);
+    const std::string word = line.substr(at, blank == std::string::npos ? std::string::npos : blank - at + 1);
+    at = blank == std::string::npos ? line.size() : blank + 1;
+    if (!current.empty() && current.size() + word.size() > width) {
+      out += current + '\n';
+      current.clear();
+    }
+    current += word;
+  }
+  return out + current;
+}
+
+}  // namespace
+
+TEST(ExplainHarvest, TheTuningHalfReadsTheSameInTheFormatsLogsCarryIt) {
+  const HarvestScore plain = score_harvest("harvest_tuning.jsonl");
+  const std::vector<std::pair<std::string, std::function<std::string(const std::string&)>>> formats = {
+      {"newlines escaped (a JSON log's field)",
+       [](const std::string& t) {
+         std::string out;
+         for (const char c : t) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+         return out;
+       }},
+      {"colours", [](const std::string& t) { return each_line(t, [](auto l) { return "\x1b[31m" + l + "\x1b[0m"; }); }},
+      {"a logger's header on the exception's line",
+       [](const std::string& t) {
+         auto at = t.find_last_not_of(" \t\n");
+         at = at == std::string::npos ? 0 : t.rfind('\n', at);
+         at = at == std::string::npos ? 0 : at + 1;
+         return t.substr(0, at) + "2024-05-01 12:00:00,123 - trainer - ERROR - " + t.substr(at);
+       }},
+      {"loguru's header",
+       [](const std::string& t) { return "2024-05-01 12:00:00.123 | ERROR    | __main__:run:12 - " + t; }},
+      {"docker compose",
+       [](const std::string& t) { return each_line(t, [](auto l) { return "trainer-1       | " + l; }); }},
+      {"Ray", [](const std::string& t) { return each_line(t, [](auto l) { return "(RayWorker pid=3478) " + l; }); }},
+      {"Kubernetes",
+       [](const std::string& t) {
+         return each_line(t, [](auto l) { return "2024-05-01T12:00:00.123456789Z stderr F " + l; });
+       }},
+      {"wrapped at 100 columns",
+       [](const std::string& t) { return each_line(t, [](auto l) { return wrapped(l, 100); }); }},
+      {"CRLF", [](const std::string& t) { return each_line(t, [](auto l) { return l + "\r"; }); }},
+      {"quoted", [](const std::string& t) { return each_line(t, [](auto l) { return "> " + l; }); }},
+  };
+  for (const auto& [name, as_pasted] : formats) {
+    const HarvestScore s = score_harvest("harvest_tuning.jsonl", as_pasted);
+    // 2026-11-29: every format within 0.5 points of the plain text's 99.1%, no near-miss given a kind but one when
+    // wrapped; before the scanner read them: 87.3% escaped, 97.5% coloured (10 near-misses given a kind).
+    EXPECT_GE(s.right, plain.right - plain.total / 100) << name << ":\n" << s.misses;
+    EXPECT_LE(s.near_misses_given_a_kind, 1) << name;
+  }
 }
 
 // The halves share no project: a repository's messages (often the same error pasted again) are on one side only.

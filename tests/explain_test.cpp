@@ -673,6 +673,44 @@ TEST(Explain, RoundThirteensStructures) {
   EXPECT_EQ(kind_of("RuntimeError('Library cudart is not initialized')"), "cuda_unavailable");
 }
 
+TEST(Explain, TheFormatsLogsCarryAMessageInReadAsThePlainText) {
+  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
+  // Newlines escaped in a JSON field: the lines again, and the message the exception's line, unescaped.
+  const Diagnosis json = explain_error(
+      R"j({"msg": "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    x = x.cuda()\n)j"
+      R"j(RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity)"})j");
+  EXPECT_EQ(kind_name(json.kind), "out_of_memory_gpu");
+  EXPECT_EQ(json.message.rfind("CUDA out of memory.", 0), 0u) << json.message;
+  // A Windows path's "\n" is no newline: the line stays whole.
+  const Diagnosis path = explain_error(
+      R"(RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! )"
+      R"(C:\new\nvidia\run.py)");
+  EXPECT_NE(path.message.find(R"(C:\new\nvidia\run.py)"), std::string::npos) << path.message;
+  // Colours, and what a copy leaves of them, are not part of the words.
+  const Diagnosis coloured =
+      explain_error("\x1b[31mRuntimeError\x1b[0m: [1mCUDA out of memory[0m. Tried to allocate 2 MiB");
+  EXPECT_EQ(kind_name(coloured.kind), "out_of_memory_gpu");
+  EXPECT_EQ(coloured.message.find('['), std::string::npos) << coloured.message;
+  // A logger's level after its time; a container's, Ray's and Kubernetes' prefix on every line.
+  EXPECT_EQ(kind_of("2024-05-01 12:00:00.123 | ERROR    | __main__:run:12 - RuntimeError: No CUDA GPUs are available"),
+            "cuda_unavailable");
+  for (const std::string prefix :
+       {"trainer-1    | ", "(RayWorker pid=3478, ip=10.0.0.2) ", "2024-05-01T12:00:00.123456789Z stderr F "}) {
+    const std::string text = prefix + "Traceback (most recent call last):\n" + prefix + "  File \"t.py\", line 3\n" +
+                             prefix + "    torch.zeros(1).cuda(3)\n" + prefix +
+                             "RuntimeError: CUDA error: invalid device ordinal";
+    EXPECT_EQ(kind_of(text), "invalid_device") << prefix;
+  }
+  // A line cut at a terminal's width goes on with its next words, whatever they start with.
+  const Diagnosis cut =
+      explain_error("RuntimeError: Expected object of backend CUDA but got backend CPU for argument\n#3 'index'");
+  EXPECT_EQ(cut.argument.value_or(""), "index");
+  // Bare "Exception:" after a one-line traceback's frame.
+  EXPECT_EQ(kind_of("  File \"x.py\", line 9, in f     raise Exception( Exception: Capture cuda graph failed: CUDA out "
+                    "of memory. Tried to allocate 448.00 MiB."),
+            "out_of_memory_gpu");
+}
+
 TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
   const std::string traceback =
       "Traceback (most recent call last):\n"

@@ -263,15 +263,16 @@ LogScan scan_log(std::istream& in, std::size_t max_findings) {
 }
 
 std::string log_scan_text(const LogScan& scan) {
+  const char* lines_word = scan.lines == 1 ? "line" : "lines";
   if (scan.findings.empty()) {
-    return fmt::format("no device or memory error torchprobe recognises in {} lines\n", scan.lines);
+    return fmt::format("no device or memory error torchprobe recognises in {} {}\n", scan.lines, lines_word);
   }
   std::string out =
       scan.listing_stopped
           ? fmt::format("stopped listing at {} distinct errors: {} error lines in {} lines, {} of them not listed:\n",
                         scan.findings.size(), scan.error_lines, scan.lines, scan.unlisted_error_lines)
-          : fmt::format("{} distinct error{} in {} lines:\n", scan.findings.size(), scan.findings.size() == 1 ? "" : "s",
-                        scan.lines);
+          : fmt::format("{} distinct error{} in {} {}:\n", scan.findings.size(), scan.findings.size() == 1 ? "" : "s",
+                        scan.lines, lines_word);
   for (const auto& f : scan.findings) {
     out += fmt::format("\nline {}, {} time{}:\n", f.line, f.count, f.count == 1 ? "" : "s");
     out += indented(diagnosis_text(f.diagnosis), "  ");

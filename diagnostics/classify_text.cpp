@@ -147,8 +147,10 @@ bool without_colours(StringPiece line, std::string& out) {
 // A log that stored a message with its newlines escaped (JSON, a Python repr: "RuntimeError('CUDA error: out of
 // memory\nCUDA kernel errors ...')"): its lines, unescaped. Only where some "\n" could not be in a Windows path
 // ("C:\nvidia\new" stays one line): it ends the line, or is followed by anything but a lower-case letter, or
-// follows what no path name has (")", a blank, a quote). Empty when not escaped.
-std::vector<std::string> escaped_lines(StringPiece line) {
+// follows what no path name has (")", a blank, a quote). Each line goes to `line_read` as it is made (a line of a
+// million "\n" costs one line's memory); false, having called nothing, when the line is not escaped.
+template <typename LineRead>
+bool read_escaped_lines(StringPiece line, LineRead&& line_read) {
   const auto in_a_name = [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == ':' || c == '\\';
   };
@@ -157,32 +159,35 @@ std::vector<std::string> escaped_lines(StringPiece line) {
     escaped = at + 2 == line.size() || !std::islower(static_cast<unsigned char>(line[at + 2])) ||
               (at > 0 && !in_a_name(line[at - 1]));
   }
-  if (!escaped) return {};
-  std::vector<std::string> lines(1);
+  if (!escaped) return false;
+  std::string current;
   for (std::size_t i = 0; i < line.size(); ++i) {
     if (line[i] != '\\' || i + 1 == line.size()) {
-      lines.back() += line[i];
+      current += line[i];
       continue;
     }
     switch (line[++i]) {
       case 'n':
-        lines.emplace_back();
+        line_read(StringPiece(current));
+        current.clear();
         break;
       case 'r':
         break;
       case 't':
-        lines.back() += '\t';
+        current += '\t';
         break;
       case '"':
       case '\'':
       case '\\':
-        lines.back() += line[i];
+        current += line[i];
         break;
       default:
-        lines.back() += '\\', lines.back() += line[i];
+        current += '\\';
+        current += line[i];
     }
   }
-  return lines;
+  line_read(StringPiece(current));
+  return true;
 }
 
 // The full-width forms of ASCII (U+FF01..U+FF5E: "（", "）", "：", "，", as CJK input methods type them) and the
@@ -222,9 +227,7 @@ void Scanner::feed(StringPiece raw) {
   std::string plain, ascii;
   if (without_colours(raw, plain)) raw = plain;
   if (ascii_from_full_width(raw, ascii)) raw = ascii;
-  const std::vector<std::string> lines = escaped_lines(raw);
-  if (lines.empty()) return read(raw);
-  for (const auto& line : lines) read(line);
+  if (!read_escaped_lines(raw, [this](StringPiece line) { read(line); })) read(raw);
 }
 
 void Scanner::read(StringPiece raw) {

@@ -176,7 +176,7 @@ TEST(ExplainLog, ListsEachDistinctErrorWithItsFirstLineAndCount) {
   EXPECT_EQ(errors[0].at("count"), 2);
   EXPECT_EQ(errors[1].at("kind"), "out_of_memory_gpu");
   std::istringstream quiet("epoch 1 step 10 loss 2.30\n");
-  EXPECT_EQ(log_scan_text(scan_log(quiet)), "no device or memory error torchprobe recognises in 1 lines\n");
+  EXPECT_EQ(log_scan_text(scan_log(quiet)), "no device or memory error torchprobe recognises in 1 line\n");
 }
 
 // Past kMaxLogFindings distinct errors the listing stops, says so, and every line and error is still counted.

@@ -66,7 +66,10 @@ RuleTable::RuleTable() {
   add(gpu,
       R"(CUDA error: ?out of memory|cuda runtime error \(2\) ?: ?out of memory|error=2 : out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation)",
       "certain", "CUDA runtime (context or driver allocation)");
-  add(cpu, R"(DefaultCPUAllocator: (can't allocate memory|not enough memory))", "certain", "LibTorch CPU allocator");
+  // Also by its place alone, where a paste cut the words: c10's check that the allocation returned memory.
+  add(cpu,
+      R"(DefaultCPUAllocator: (can't allocate memory|not enough memory)|enforce fail at [^\]\n]*\balloc_cpu\.cpp:\d+\] data\b)",
+      "certain", "LibTorch CPU allocator");
   add(cpu, R"(OpenBLAS: malloc failed in)", "certain", "OpenBLAS (its work buffers)");
   // Thrust's and CUB's scratch allocation on the GPU, often re-raised as a Python MemoryError ("MemoryError:
   // std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed").
@@ -93,7 +96,7 @@ RuleTable::RuleTable() {
   add(gpu, R"(No executable batch size found)", "likely", "the GPU (every batch size tried ran out of memory)");
   // cudaMalloc that failed, or the runtime's error 2 (cudaErrorMemoryAllocation) by its number: an extension's check.
   add(gpu,
-      R"(\bCuda error:? ?2\b|(?i:\bcuda runtime error \(2\))|(?i:\bcuda\b[^\n]{0,40}?\bfailed with error 2\b)|\bcudaMalloc\w*\b[^\n]{0,60}?\b(?:fail\w*|error)\b|\b(?:fail\w*|error)\b[^\n]{0,60}?\bcudaMalloc)",
+      R"(\bCuda error:? ?2\b|(?i:\bcuda runtime error \(2\))|THCudaCheck FAIL[^\n]*\berror=2\b|(?i:\bcuda\b[^\n]{0,40}?\bfailed with error 2\b)|\bcudaMalloc\w*\b[^\n]{0,60}?\b(?:fail\w*|error)\b|\b(?:fail\w*|error)\b[^\n]{0,60}?\bcudaMalloc)",
       "likely", "CUDA runtime (cudaMalloc)", R"(out of memory)");
   add(cpu, R"(posix_memalign\(.*12 vs 0)", "likely", "LibTorch CPU allocator");
   // DataLoader workers that ran out of the host's shared memory (/dev/shm; a container's default 64 MB).
@@ -138,6 +141,8 @@ RuleTable::RuleTable() {
       R"((?i:\bimplementation for (?:device )?(?:cuda|hip)\S* not found)|(?i:without (?:the )?ATen_cuda library)|)"
       R"((?i:CUDA-capable devices?(?: ?\(s\))? (?:is/are|are|is) busy or unavailable)|)"
       R"((?i:\bmachine only has:? \[\])|(?i:\bCUDA setup failed\b)|)"
+      // Lightning's "`MPSAccelerator` can not run on your system since the accelerator is not available".
+      R"((?i:\b\w*Accelerator`? can ?not run on your system\b)|)"
       R"((?i:\b(?:CUDA|HIP|XPU) driver initiali[sz]ation failed)|libcuda\.so(?:\.\d+)?: cannot open shared object file|)"
       R"((?i:\bis not able to use (?:the )?GPU\b)|(?i:device_count\(\) *(?:=|==) *0\b)|(?i:\b(?:MPS|XPU) backend is (?:not available|supported on))|)"
       // Other stacks' words for the same: JAX's and XLA's back-ends, ONNX Runtime's providers, a back-end that does
@@ -185,6 +190,9 @@ RuleTable::RuleTable() {
       R"((?i:\bdevice acquire failed\b)|!\((?:num_devices|device_count|num_gpus|n_gpus?)\s*>\s*0\)|)"
       R"((?i:\bbut only 0 (?:[\w-]+ )?(?:are|is|were|was) (?:currently )?(?:available|visible|found|detected)\b)|)"
       R"(\bcannot find -lcuda\b|Invalid CUDA '--device \d' requested|)"
+      // The runtime's codes by number alone, as THC printed them (a paste cut before the words): 35 a driver too old,
+      // 38 and 100 no CUDA-capable device.
+      R"(THCudaCheck FAIL[^\n]*\berror=(?:35|38|100)\b|\bcuda runtime error \((?:35|38|100)\)|)"
       // ROCm's "Failed to get device count" at import; a feature that needs the back-end this build or host lacks
       // ("Pinned memory requires CUDA", the sentence ending there); the CUDA runtime a kernel library could not load
       // ("Library cudart is not initialized").
@@ -209,6 +217,8 @@ RuleTable::RuleTable() {
       // More devices asked for than there are; a visible-devices variable naming one that is not there.
       R"((?i:\bnot enough (?:CUDA |GPU |XPU |NPU )?(?:GPUs|devices)\b)|(?i:\binvalid \w*_VISIBLE_(?:DEVICES|MODULES)\b)|)"
       R"(Expected a (?:torch\.device|\w+ device) with a specified index|)"
+      // The runtime's invalid-device code by number alone (10 before CUDA 10.1, 101 since), as THC printed it.
+      R"(THCudaCheck FAIL[^\n]*\berror=(?:10|101)\b|\bcuda runtime error \((?:10|101)\)|)"
       // Lightning: "You requested gpu: [1] But your machine only has: [0]" (an empty list is no GPU at all).
       R"((?i:\bmachine only has:? \[[^\]\n]+\])|)"
       // A library's own check of a device string: "Invalid device: cuda:0", "Please input valid device: 'cpu', ...".

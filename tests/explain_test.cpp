@@ -711,6 +711,32 @@ TEST(Explain, TheFormatsLogsCarryAMessageInReadAsThePlainText) {
             "out_of_memory_gpu");
 }
 
+TEST(Explain, APasteCutBeforeItsWordsKeepsItsKindByCodeAndPlace) {
+  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
+  // THC's runtime codes: 10 and 101 a bad ordinal, 35, 38 and 100 no usable device, 2 memory (likely).
+  EXPECT_EQ(kind_of("THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=10 : inva..."),
+            "invalid_device");
+  EXPECT_EQ(kind_of("RuntimeError: cuda runtime error (101) at /pytorch/aten/src/THC/THCGeneral.cpp:50"),
+            "invalid_device");
+  EXPECT_EQ(kind_of("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=70 error=38 : no ..."),
+            "cuda_unavailable");
+  EXPECT_EQ(kind_of("RuntimeError: cuda runtime error (100) at /pytorch/aten/src/THC/THCGeneral.cpp:50"),
+            "cuda_unavailable");
+  const Diagnosis two =
+      explain_error("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingAllocator.cpp line=510 error=2");
+  EXPECT_EQ(kind_name(two.kind), "out_of_memory_gpu");
+  EXPECT_EQ(two.confidence, "likely");
+  EXPECT_EQ(kind_of("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=70 error=59 : device-side assert"),
+            "unknown");
+  // c10's CPU allocator by the check that failed; Lightning's accelerator that cannot run here.
+  const Diagnosis host =
+      explain_error("RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:81] data. DefaultCPUAllocat...");
+  EXPECT_EQ(kind_name(host.kind), "out_of_memory_cpu");
+  EXPECT_EQ(host.confidence, "certain");
+  EXPECT_EQ(kind_of("MisconfigurationException: `TPUAccelerator` can not run on your system since the a..."),
+            "cuda_unavailable");
+}
+
 TEST(Explain, TheMessageIsTheExceptionLineNeverASourceLine) {
   const std::string traceback =
       "Traceback (most recent call last):\n"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "diagnostics/classify.h"
+#include "torchprobe/strings.h"
 
 namespace dx = torchprobe::diagnostics;
 
@@ -271,22 +272,17 @@ TEST(ExplainHarvest, TuningHalfKeepsItsScore) {
   EXPECT_EQ(s.near_misses_given_a_kind, 0);
 }
 
-// The same messages as logs and pastes carry them: escaped into JSON or a Python repr, coloured, behind a logger's
+// The same messages as logs and pastes carry them: newlines escaped (a JSON field), coloured, behind a logger's
 // header, behind a container's or a cluster's prefix on every line, wrapped at a terminal's width, with CRLF, quoted.
 // Each format must read (nearly) as the plain text does, and give no near-miss a kind: a rule that only works on a
 // clean paste fails here.
 namespace {
 
 std::string each_line(const std::string& text, const std::function<std::string(const std::string&)>& change) {
+  const std::vector<std::string> lines = torchprobe::split(text, '\n');
   std::string out;
-  std::size_t start = 0;
-  while (true) {
-    const auto end = text.find('\n', start);
-    out += change(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return out;
-    out += '\n';
-    start = end + 1;
-  }
+  for (std::size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + change(lines[i]);
+  return out;
 }
 
 // Greedy word wrap at `width` columns, as a terminal or a mail client wraps a long line at its blanks.

@@ -373,8 +373,9 @@ Written by `scripts/change_points_peers.py` (issue 35) on {meta['date']}{' (--qu
 - torchprobe: `{meta['tp_version']}`{meta['git']}; `history show` {'with' if meta['show_args'] else 'at its defaults'}
   (`--min-change {tp['min-change']}`, `--alpha {tp['alpha']}`, `--permutations {tp['permutations']}`). A significant
   split is reported when its change could be at least the minimum (the change's 95% bootstrap interval
-  excludes zero and reaches it): steps well below it (+3% in low noise) are not reported, by design, and steps
+  excludes zero and reaches it): a step measured precisely well below it is not reported, by design, and steps
   near it are reported when the data can't rule them out. The peers have no such floor.
+  Seed {BASE_SEED} draws the series (`--seed`; another seed draws a fresh set of the same design).
   One results file per run ({timings['runs']} runs, host `{HOST}`, dates one minute apart), each added with
   `history add --db DB --commit C --branch main --date D FILE` to a fresh database; change points from
   one `history show --json` (`change_points[*].index`).
@@ -442,7 +443,11 @@ def main():
     ap.add_argument("--command", default=None, help="the command line to state in README.md")
     ap.add_argument("--db", default=None, help="keep torchprobe's database here; reused (not re-added) when it exists")
     ap.add_argument("--show-args", default="", help="extra flags for `history show`, e.g. '--min-change 3%%'")
+    ap.add_argument("--seed", type=int, default=BASE_SEED,
+                    help="base seed of every series (default %(default)s, the committed report's); another seed draws "
+                         "a fresh set of the same design, to check that a change to the detector holds beyond the one set")
     args = ap.parse_args()
+    globals()["BASE_SEED"] = args.seed
     tp = args.torchprobe
     if not (os.path.isfile(tp) and os.access(tp, os.X_OK)):
         sys.exit(f"change_points_peers: no torchprobe executable at {tp}")

@@ -102,13 +102,14 @@ namespace {
 
 // The training step's report for a series stored as runs of equal medians ({20, 10.0}: 20 runs at 10 ms), analysed as
 // show and check do.
-history::SeriesReport step_report(const std::vector<std::pair<int, double>>& segments) {
+history::SeriesReport step_report(const std::vector<std::pair<int, double>>& segments,
+                                  const history::ChangePointOptions& options = {}) {
   TempDir dir("torchprobe-history");
   history::Store store(dir.file("h.sqlite"), history::Store::Mode::kCreate);
   std::vector<double> values;
   for (const auto& [runs, ms] : segments) values.insert(values.end(), static_cast<size_t>(runs), ms);
   add_series(store, values);
-  for (auto& r : analyze_stored(store)) {
+  for (auto& r : analyze_stored(store, options)) {
     if (r.series.name == kStep) return r;
   }
   ADD_FAILURE() << "no training step series";
@@ -117,11 +118,13 @@ history::SeriesReport step_report(const std::vector<std::pair<int, double>>& seg
 
 }  // namespace
 
-// Every change kept could be --min-change between its neighbours: 10 -> 10.4 (+4%) -> 11 (+5.8%), 20 runs each
-// with 1% noise, keeps only the second, as +7.8% over the first two segments (the +4% split's interval stays
-// under 5%).
+// Every change kept could be --min-change between its neighbours: with a minimum of 5%, 10 -> 10.4 (+4%) -> 11
+// (+5.8%), 20 runs each with 1% noise, keeps only the second, as +7.8% over the first two segments (the +4% split's
+// interval stays under 5%).
 TEST(HistoryAnalysis, EveryChangeKeptIsAtLeastTheMinimumBetweenItsNeighbours) {
-  const auto step = step_report({{20, 10.0}, {20, 10.4}, {20, 11.0}});
+  history::ChangePointOptions five_pct;
+  five_pct.min_change_pct = 5.0;
+  const auto step = step_report({{20, 10.0}, {20, 10.4}, {20, 11.0}}, five_pct);
   ASSERT_EQ(step.changes.size(), 1u);
   EXPECT_EQ(step.changes[0].index, 40u);
   EXPECT_NEAR(step.changes[0].change_pct, 100.0 * (11.0 - 10.2) / 10.2, 0.5);

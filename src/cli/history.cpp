@@ -19,7 +19,8 @@ namespace {
 
 // The flags `show`, `check` and `html` share: which database, which series, how change points are found.
 struct ReadFlags {
-  std::string db = history::kDefaultDatabase, filter, branches, min_change = "5%";
+  std::string db = history::kDefaultDatabase, filter, branches,
+              min_change = fmt::format("{:g}%", history::ChangePointOptions{}.min_change_pct);
   double alpha = 0.05;
   int permutations = 199;
 

@@ -13,7 +13,7 @@ namespace torchprobe::history {
 struct ChangePointOptions {
   /// A significant split is reported when its change could be this large: the bootstrap interval of the change
   /// (options.confidence) excludes zero and its end farther from zero reaches this. 0: significance alone.
-  double min_change_pct = 5.0;
+  double min_change_pct = 3.0;
   double alpha = 0.05;          ///< significance level of the permutation test
   int permutations = 199;       ///< permutations per candidate (p = (1 + exceeding) / (1 + permutations))
   double confidence = kChangeConfidence;  ///< of the change's two-sided bootstrap interval
@@ -49,8 +49,8 @@ std::vector<double> divergence(const std::vector<double>& values);
 
 /// Change points by recursive bisection: the split of largest Q, accepted when a permutation test on the run
 /// medians gives p < alpha (Q with the right side to the segment's end and, for segments of up to 128 runs, the
-/// largest Q among the last three splits (the newest runs) and the largest Q(tau, kappa) of Matteson & James's full
-/// search, the three held to alpha together by min-p), then each side in
+/// largest mean shift among the last three splits where the segment ends at the newest run, and the largest
+/// Q(tau, kappa) of Matteson & James's full search, the three held to alpha together by min-p), then each side in
 /// turn. Then, weakest first (the smallest reach of its interval), the splits that are not large_enough between
 /// their neighbouring change points are dropped, each drop merging two segments whose neighbours are judged again.
 /// Sorted by index. `samples`: see estimate_change.

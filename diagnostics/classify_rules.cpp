@@ -58,6 +58,9 @@ RuleTable::RuleTable() {
   // ggml-cuda.cu:7949: out of memory", "CUDA failed with error out of memory".
   add(gpu, R"(\bCUDA (?:error|failed|failure|call failed)\b[^\n]{0,100}?\bout of memory)", "certain",
       "CUDA runtime (context or driver allocation)");
+  // RAPIDS' memory manager (cuDF, cuML, beside PyTorch) throws std::bad_alloc for a failed GPU allocation:
+  // "std::bad_alloc: out_of_memory: CUDA error at: .../cuda_memory_resource.hpp".
+  add(gpu, R"(\bout_of_memory:? ?CUDA error\b)", "certain", "RAPIDS Memory Manager (a GPU allocation)");
   // Vulkan's and Level Zero's status codes say it too: "VkResult: ERROR_OUT_OF_DEVICE_MEMORY".
   add(gpu,
       R"(not enough (?:GPU |video |device |VRAM |graphics |dedicated )+memory|out of (?:GPU|video|device) memory|)"
@@ -75,7 +78,8 @@ RuleTable::RuleTable() {
   // std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed").
   add(gpu, R"(\bget_temporary_buffer failed\b)", "likely", "Thrust (its temporary buffer)");
   // Python's MemoryError (its type alone is the whole message), NumPy's.
-  add(cpu, R"(\bMemoryError\b|_ArrayMemoryError\b|Unable to allocate [0-9.]+ ?[KMGTP]?i?B for (?:an )?array)",
+  // NumPy before 1.17 gave no size: "Unable to allocate array with shape (11490542,) and data type float64".
+  add(cpu, R"(\bMemoryError\b|_ArrayMemoryError\b|Unable to allocate (?:[0-9.]+ ?[KMGTP]?i?B for (?:an )?)?array\b)",
       "certain", "Python / NumPy", R"(has no attribute 'OutOfMemoryError')");
   add(cpu, R"(Cannot allocate memory)", "certain", "the operating system (ENOMEM)");
   // Vulkan's "vk::Device::createFenceUnique: ErrorOutOfHostMemory" (a renderer beside PyTorch), as its device twin.
@@ -190,6 +194,8 @@ RuleTable::RuleTable() {
       R"((?i:\bdevice acquire failed\b)|!\((?:num_devices|device_count|num_gpus|n_gpus?)\s*>\s*0\)|)"
       R"((?i:\bbut only 0 (?:[\w-]+ )?(?:are|is|were|was) (?:currently )?(?:available|visible|found|detected)\b)|)"
       R"(\bcannot find -lcuda\b|Invalid CUDA '--device \d' requested|)"
+      // A range of valid devices that ends below its start ("valid devices are 0 - -1"): a device count of zero.
+      R"((?i:\bvalid (?:devices?|device ids?|GPUs?|ordinals?) (?:are|is|range is) 0 ?(?:-|to|\.\.) ?-1\b)|)"
       // The runtime's codes by number alone, as THC printed them (a paste cut before the words): 35 a driver too old,
       // 38 and 100 no CUDA-capable device.
       R"(THCudaCheck FAIL[^\n]*\berror=(?:35|38|100)\b|\bcuda runtime error \((?:35|38|100)\)|)"
@@ -202,6 +208,14 @@ RuleTable::RuleTable() {
       // a driver whose version cannot be read (AWS Neuron's "Unable to determine Neuron Driver version"); a machine
       // with no GPU in so many words ("This machine has no cuda devices!").
       R"(module 'torch\._C' has no attribute '_cuda_\w+'|)"
+      // The same for an extension built without its CUDA kernels ("module 'torchmcubes_module' has no attribute
+      // 'mcubes_cuda'. Did you mean: 'mcubes_cpu'?"): a module that lacks its CUDA entry point.
+      R"(\bmodule '[\w.]+' has no attribute '(?:\w+_cuda\w*|_?cuda_\w+)'|)"
+      // A program that looked for an accelerator and found none it could use: "No hardware acceleration could be
+      // configured, running in CPU mode"; a renderer's "No device could be created", "Skipping NVIDIA GPU due CUDA
+      // being in bad state".
+      R"((?i:\bno (?:hardware |GPU |CUDA )acceleration\b[^.\n]{0,20}?\b(?:configured|available|found|detected|enabled|supported)\b)|)"
+      R"((?i:\bno (?:[\w-]+ )?device could be (?:created|initiali[sz]ed|opened)\b)|(?i:\bCUDA (?:is |being )?in (?:a )?bad state\b)|)"
       R"((?i:\b(?:unable to|cannot|can't|could not|couldn't|failed to) (?:determine|find|get|read) (?:the )?(?:[\w-]+ )?driver version\b)|)"
       R"((?i:\b(?:has|have) no (?:usable |available |visible )?(?:(?:CUDA|NVIDIA|ROCm|HIP|XPU|MPS)(?:[- ]capable)? (?:GPUs?|devices?|cards?)|GPUs?)\b)|)"
       R"((?i:\b(?:failed to|could not|couldn't|unable to|cannot) create (?:a |the )?(?:[\w-]+ )?CUDA context\b)|)"
@@ -211,6 +225,8 @@ RuleTable::RuleTable() {
   add(ErrorKind::kInvalidDevice,
       R"(invalid device ordinal|Invalid device string|device type at start of device string|torch\.cuda\.device_count\(\) is \d+|)"
       R"(Device index must (?:not be negative|be -1 or non-negative)|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
+      // c10's parser given "" (torch.device(""), an unset environment variable).
+      R"(Device string must not be empty|)"
       R"(device >= 0 && device < num_gpus|CUDA device ordinal|\b(?:cuda|hip)ErrorInvalidDevice\b|)"
       // A numbered device that is not there: "The requested device for vllm (cuda:1) is not available".
       R"((?i:\b(?:cuda|xpu|npu|hip|mps|gpu):\d+\)? (?:is not available|does not exist|is invalid)\b)|)"

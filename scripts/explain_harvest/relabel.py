@@ -51,9 +51,10 @@ conventions = [
                         devices=[re.search(r"(?i)convert (\S*?(?:cuda|mps)(?::\d+)?)\S*? (?:device type )?tensor to numpy", e['text']).group(1).lower()], argument=None)),
     # The corpus's argument: a name the message gives AS an argument ("argument #2 'mat2'", "for argument 'index'",
     # "Tensor for 'out'", "but got weight is on", "`input_ids` is on", "expected input to be on"); a tensor a
-    # sentence merely names ("input a is on cuda:0 and input b is on cuda:1", "window on cpu") is not one.
+    # sentence merely names ("input a is on cuda:0 and input b is on cuda:1", "window on cpu") is not one. A paste
+    # wraps lines anywhere: any white space between the words.
     ('argument only where named as one', lambda e: e['kind'] == 'device_mismatch' and e.get('argument') and not re.search(
-        r"#\d+ '%s'|for argument '?%s'?|Tensor for '%s'|but got %s is on|`%s` (is|being) on|(?i:expected %s to be on)" % ((re.escape(e['argument']),) * 6), e['text']),
+        r"#\d+\s+'%s'|for argument\s+'?%s'?|Tensor for\s+'%s'|but got\s+%s\s+is on|`%s`\s+(is|being) on|(?i:expected\s+%s\s+to be on)" % ((re.escape(e['argument']),) * 6), e['text']),
      lambda e: e.update(argument=None)),
     # Device names as the corpus writes them: lower case ("CPU" is cpu); cuDNN's "device 1 does not equal 0" is cuda:1, cuda:0.
     ('devices in lower case', lambda e: e['kind'] == 'device_mismatch' and any(d != d.lower() for d in e['devices']),

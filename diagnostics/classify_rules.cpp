@@ -88,6 +88,10 @@ RuleTable::RuleTable() {
   // processes may have been killed by the cgroup out-of-memory handler".
   add(cpu, R"(\boom[-_]kill events?\b|\bcgroup out-of-memory handler\b)", "certain",
       "the host's memory (the job's cgroup limit)");
+  // The kernel's OOM killer in its own words: "Memory cgroup out of memory: Killed process 629 (onmt_train)",
+  // "Out of memory: Killed process ...", "python invoked oom-killer".
+  add(cpu, R"(\bMemory cgroup out of memory\b|\bOut of memory: Kill(?:ed)? process\b|\binvoked oom-killer\b)",
+      "certain", "the host's memory (the kernel's OOM killer)");
   // Ray's memory monitor kills workers when the node's RAM runs low: "Task was killed due to the node running low on
   // memory", "Workers (tasks / actors) killed due to memory pressure (OOM)".
   add(cpu, R"(\bnode running low on memory\b|\bkilled due to memory pressure\b)", "certain",
@@ -106,6 +110,9 @@ RuleTable::RuleTable() {
   // DataLoader workers that ran out of the host's shared memory (/dev/shm; a container's default 64 MB).
   add(cpu, R"(\bout of shared memory\b|\binsufficient shared memory\b)", "likely", "shared memory (/dev/shm)");
   add(cpu, R"(std::bad_alloc)", "likely", "C++ operator new");
+  // Windows' commit limit, often met loading CUDA's DLLs: "[WinError 1455] The paging file is too small for this
+  // operation to complete".
+  add(cpu, R"(\bpaging file is too small\b|\bWinError 1455\b)", "likely", "Windows' commit limit (RAM plus page file)");
   // Python: a device method called on something that is not a tensor (the batch a DataLoader returned is a list).
   // "object" is sometimes left out when the message is retyped ("'tuple' has no attribute 'to'"); a module without the
   // attribute is a broken install, not a batch of the wrong type.

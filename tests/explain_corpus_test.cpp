@@ -249,10 +249,10 @@ HarvestScore score_harvest(const std::string& file,
 // messages it has never seen fails here. The goal (issue 36) is 95% held out and no near-miss given a kind. The
 // held-out half is harvests eleven and twelve (329 messages from 314 repositories no tuning message comes from),
 // collected by people who never saw the classifier, scored on 2026-11-29 after the rules that the former held-out
-// half taught (309 of 329, 93.9%) and again after round thirteen's (309, unchanged; 1 of 77 near-misses given a
-// kind); its misses have not been read (tests/fixtures/explain/README.md). The half before it, worn by being scored
-// after every round, is tuning now.
-constexpr double kHeldOutFloor = 0.939, kTuningFloor = 0.98;
+// half taught (309 of 329, 93.9%), again after rounds thirteen and fourteen (309) and after round fifteen's (310 of
+// 329, 94.2%; 1 of 77 near-misses given a kind); its misses have not been read (tests/fixtures/explain/README.md).
+// The half before it, worn by being scored after every round, is tuning now. The floor asks for 310.
+constexpr double kHeldOutFloor = 0.9423, kTuningFloor = 0.98;
 constexpr int kHeldOutNearMissesGivenAKind = 1;
 
 }  // namespace

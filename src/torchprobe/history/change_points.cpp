@@ -152,10 +152,10 @@ double permutation_p(const std::vector<double>& segment, double observed, const 
 // which three runs after a +5% step in 2% noise seldom do; a statistic over the last three splits only has far fewer
 // places to come from by chance. It is the shift of the mean (the between-sides sum of squares, for a fixed split a
 // monotone function of Student's t, since the total is the same in every shuffle), not Q: with three runs on one
-// side, Q's within-side term rests on three distances. Simulated (3 runs after a step, 20-80 runs, 199 shuffles,
-// next to the end-anchored Q in min-p), it found +5% steps in 2% Gaussian noise 86-99% of the time where Q found
-// 72-89%, and +3% steps 42-53% where Q found 41-42%, at the same rate on pure noise; in heavy-tailed noise (Student
-// t, 3 df) it is a little weaker alone (84-94% against 91-97%), which the end-anchored Q covers.
+// side, Q's within-side term rests on three distances. Simulated (scripts/change_points_tail_sim.py: 3 runs after a
+// step, 20-80 runs, 199 shuffles, next to the end-anchored Q in min-p), it found +5% steps in 2% Gaussian noise
+// 87-98% of the time where Q found 79-89%, and +3% steps 43-52% where Q found 39-47%, at the same rate on pure noise;
+// in heavy-tailed noise (Student t, 3 df) a little less (+5% in 2%: 89-91% against 89-94%).
 constexpr size_t kTailRuns = 3;
 
 // The mean shift of the split among the last kTailRuns of values[order[0..n)]: m k / n (mean after - mean before)^2,
@@ -255,7 +255,7 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
     // The tail's statistic only where the segment ends at the newest run: elsewhere its last runs are merely the
     // runs before a change already found, and a third statistic there would cost the other two power for nothing.
     const bool newest = end == values.size();
-    const Split tail = tail_shift(segment, order);
+    const Split tail = newest ? tail_shift(segment, order) : Split{};
     size_t winner = 0;
     p = min_p(segment, {split.q, tail.q, full.q}, newest, options, seed, winner);
     if (winner == 1) split = tail;

@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "torchprobe/change_interval.h"
@@ -179,27 +180,29 @@ Split tail_shift(const std::vector<double>& values, const std::vector<size_t>& o
 
 // The statistics on the same shuffles, combined by Westfall & Young's min-p, so together they are held to alpha:
 // each statistic's p is its rank among the shuffles; the segment's p is how often a shuffle's smallest p is at most
-// the observed smallest p. observed: Q of the end-anchored split, the tail's shift and Q of the full search; without
-// `with_tail`, the tail's shift takes no part. `winner`: the statistic that gave the observed smallest p (0, 1 or 2 in
-// that order; ties go to the earlier one).
-double min_p(const std::vector<double>& segment, const std::array<double, 3>& observed, bool with_tail,
-             const ChangePointOptions& options, std::uint64_t seed, size_t& winner) {
-  constexpr size_t stats = 3;
+// the observed smallest p. observed: Q of the end-anchored split, the tail's shift and Q of the full search; `used`:
+// which of the three take part (the end-anchored one always). `winner`: the statistic that gave the observed smallest
+// p (0, 1 or 2 in that order; ties go to the earlier one).
+enum Statistic : size_t { kEndAnchored, kTail, kFullSearch, kStatistics };
+double min_p(const std::vector<double>& segment, const std::array<double, kStatistics>& observed,
+             const std::array<bool, kStatistics>& used, const ChangePointOptions& options, std::uint64_t seed,
+             size_t& winner) {
   const size_t n = segment.size();
   const std::vector<size_t> rank = ranks_of(segment);
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   DistanceSums sums(n);
-  KappaSearch search(n);
+  std::optional<KappaSearch> search;  // (n + 1)^2 doubles: only where it takes part
+  if (used[kFullSearch]) search.emplace(n);
   std::mt19937_64 rng(seed);
   const auto draws = static_cast<size_t>(options.permutations);
-  std::vector<std::vector<double>> drawn(stats, std::vector<double>(draws));
+  std::vector<std::vector<double>> drawn(kStatistics, std::vector<double>(draws, 0.0));
   for (size_t b = 0; b < draws; ++b) {
     for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);  // Fisher-Yates
     const std::vector<double> q = divergence_of(segment, rank, order, sums);
-    drawn[0][b] = q[best_split(q)];
-    drawn[1][b] = with_tail ? tail_shift(segment, order).q : 0.0;
-    drawn[2][b] = search.best(segment, order).q;
+    drawn[kEndAnchored][b] = q[best_split(q)];
+    if (used[kTail]) drawn[kTail][b] = tail_shift(segment, order).q;
+    if (search) drawn[kFullSearch][b] = search->best(segment, order).q;
   }
   // p of a value among the shuffles: (1 + how many are at least it, less a tolerance for rounding) / (1 + draws).
   std::vector<std::vector<double>> sorted = drawn;
@@ -209,18 +212,17 @@ double min_p(const std::vector<double>& segment, const std::array<double, 3>& ob
     const auto at_least = s.end() - std::lower_bound(s.begin(), s.end(), x * (1.0 - 1e-12));
     return (1.0 + static_cast<double>(at_least)) / (1.0 + static_cast<double>(draws));
   };
-  const auto used = [&](size_t stat) { return stat != 1 || with_tail; };
   double smallest = INFINITY;
-  for (size_t k = 0; k < stats; ++k) {
-    if (!used(k)) continue;
+  for (size_t k = 0; k < kStatistics; ++k) {
+    if (!used[k]) continue;
     const double p = p_of(k, observed[k]);
     if (p < smallest) smallest = p, winner = k;
   }
   size_t as_small = 0;
   for (size_t b = 0; b < draws; ++b) {
     double p = INFINITY;
-    for (size_t k = 0; k < stats; ++k) {
-      if (used(k)) p = std::min(p, p_of(k, drawn[k][b]));
+    for (size_t k = 0; k < kStatistics; ++k) {
+      if (used[k]) p = std::min(p, p_of(k, drawn[k][b]));
     }
     as_small += p <= smallest * (1.0 + 1e-12) ? 1 : 0;
   }
@@ -239,27 +241,27 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
   // A constant segment has no split: its Q is 0 but for rounding in the sums, which a shuffle may not match.
   const auto [lowest, highest] = std::minmax_element(segment.begin(), segment.end());
   if (*lowest == *highest) return;
-  // Three statistics, for segments of up to kKappaSearchLimit runs: Q with the right side running to the segment's end
-  // (the most power for a change near an end), the mean shift among the last kTailRuns splits (the newest runs) and the
-  // full (tau, kappa) search (a block in the middle: a regression undone later), held to alpha together by min_p.
-  // Longer segments: the end-anchored Q alone, with an early stop (a long history stays fast).
+  // Up to three statistics, held to alpha together by min_p: Q with the right side running to the segment's end (the
+  // most power for a change near an end); where the segment ends at the newest run, the mean shift among the last
+  // kTailRuns splits (elsewhere its last runs are merely the runs before a change already found, and it would cost
+  // the others power for nothing); for segments of up to kKappaSearchLimit runs, the full (tau, kappa) search (a block
+  // in the middle: a regression undone later). A longer segment inside the history: the end-anchored Q alone, with an
+  // early stop (a long history stays fast).
   const std::uint64_t seed = options.seed ^ (begin * 0x9E3779B97F4A7C15ULL) ^ end;
   const std::vector<double> q = divergence(segment);
   const size_t end_tau = best_split(q);
   Split split{q[end_tau], end_tau};
+  const bool newest = end == values.size(), short_enough = segment.size() <= kKappaSearchLimit;
   double p = 1.0;
-  if (segment.size() <= kKappaSearchLimit) {
+  if (newest || short_enough) {
     std::vector<size_t> order(segment.size());
     std::iota(order.begin(), order.end(), 0);
-    const Split full = KappaSearch(segment.size()).best(segment, order);
-    // The tail's statistic only where the segment ends at the newest run: elsewhere its last runs are merely the
-    // runs before a change already found, and a third statistic there would cost the other two power for nothing.
-    const bool newest = end == values.size();
+    const Split full = short_enough ? KappaSearch(segment.size()).best(segment, order) : Split{};
     const Split tail = newest ? tail_shift(segment, order) : Split{};
-    size_t winner = 0;
-    p = min_p(segment, {split.q, tail.q, full.q}, newest, options, seed, winner);
-    if (winner == 1) split = tail;
-    if (winner == 2 && full.tau > 0) split = full;
+    size_t winner = kEndAnchored;
+    p = min_p(segment, {split.q, tail.q, full.q}, {true, newest, short_enough}, options, seed, winner);
+    if (winner == kTail) split = tail;
+    if (winner == kFullSearch && full.tau > 0) split = full;
   } else {
     p = permutation_p(segment, split.q, options, seed);
   }

@@ -48,9 +48,9 @@ bool large_enough(const ChangeEstimate& estimate, double min_change_pct);
 std::vector<double> divergence(const std::vector<double>& values);
 
 /// Change points by recursive bisection: the split of largest Q, accepted when a permutation test on the run
-/// medians gives p < alpha (Q with the right side to the segment's end and, for segments of up to 128 runs, the
-/// largest mean shift among the last three splits where the segment ends at the newest run, and the largest
-/// Q(tau, kappa) of Matteson & James's full search, the three held to alpha together by min-p), then each side in
+/// medians gives p < alpha (Q with the right side to the segment's end; where the segment ends at the newest run, the
+/// largest mean shift among its last three splits; for segments of up to 128 runs, the largest Q(tau, kappa) of
+/// Matteson & James's full search; held to alpha together by min-p), then each side in
 /// turn. Then, weakest first (the smallest reach of its interval), the splits that are not large_enough between
 /// their neighbouring change points are dropped, each drop merging two segments whose neighbours are judged again.
 /// Sorted by index. `samples`: see estimate_change.

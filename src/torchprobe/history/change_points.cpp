@@ -126,16 +126,17 @@ class KappaSearch {
 // per permutation instead of O(n^2)), so a history of thousands of runs stays fast.
 constexpr size_t kKappaSearchLimit = 128;
 
-// p of the permutation test: how often a shuffled segment has a split at least as divergent.
+// p of the permutation test: how often a shuffled segment has a split at least as divergent. It stops once p cannot
+// fall below `alpha` any more.
 double permutation_p(const std::vector<double>& segment, double observed, const ChangePointOptions& options,
-                     std::uint64_t seed) {
+                     double alpha, std::uint64_t seed) {
   const std::vector<size_t> rank = ranks_of(segment);
   std::vector<size_t> order(segment.size());
   std::iota(order.begin(), order.end(), 0);
   DistanceSums sums(segment.size());
   std::mt19937_64 rng(seed);
   // Stop once p cannot fall below alpha any more: (1 + exceeding) / (1 + permutations) >= alpha.
-  const int enough = static_cast<int>(std::ceil(options.alpha * (options.permutations + 1) - 1.0 - 1e-9));
+  const int enough = static_cast<int>(std::ceil(alpha * (options.permutations + 1) - 1.0 - 1e-9));
   int exceeding = 0, done = 0;
   for (; done < options.permutations; ++done) {
     for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);  // Fisher-Yates
@@ -176,6 +177,32 @@ Split tail_shift(const std::vector<double>& values, const std::vector<size_t>& o
     if (q > out.q || out.tau == 0) out = {q, tau};
   }
   return out;
+}
+
+// p of the tail's shift alone: only the last kTailRuns places of a shuffle matter (the total is every shuffle's), so
+// each shuffle draws just those, the last steps of a Fisher-Yates shuffle: O(1) per shuffle at any length.
+double tail_permutation_p(const std::vector<double>& segment, double observed, const ChangePointOptions& options,
+                          std::uint64_t seed) {
+  const size_t n = segment.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  double total = 0.0;
+  for (double v : segment) total += v;
+  const size_t first = n > kTailRuns + 1 ? n - kTailRuns : 1;
+  int exceeding = 0;
+  for (int b = 0; b < options.permutations; ++b) {
+    double after = 0.0, best = 0.0;
+    for (size_t tau = n; tau-- > first;) {
+      std::swap(order[tau], order[rng() % (tau + 1)]);
+      after += segment[order[tau]];
+      const double m = static_cast<double>(tau), k = static_cast<double>(n - tau);
+      const double shift = after / k - (total - after) / m;
+      best = std::max(best, m * k / static_cast<double>(n) * shift * shift);
+    }
+    exceeding += best >= observed * (1.0 - 1e-12) ? 1 : 0;
+  }
+  return (1.0 + exceeding) / (1.0 + options.permutations);
 }
 
 // The statistics on the same shuffles, combined by Westfall & Young's min-p, so together they are held to alpha:
@@ -253,17 +280,29 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
   Split split{q[end_tau], end_tau};
   const bool newest = end == values.size(), short_enough = segment.size() <= kKappaSearchLimit;
   double p = 1.0;
-  if (newest || short_enough) {
+  if (short_enough) {
     std::vector<size_t> order(segment.size());
     std::iota(order.begin(), order.end(), 0);
     const Split full = short_enough ? KappaSearch(segment.size()).best(segment, order) : Split{};
     const Split tail = newest ? tail_shift(segment, order) : Split{};
     size_t winner = kEndAnchored;
-    p = min_p(segment, {split.q, tail.q, full.q}, {true, newest, short_enough}, options, seed, winner);
+    p = min_p(segment, {split.q, tail.q, full.q}, {true, newest, true}, options, seed, winner);
     if (winner == kTail) split = tail;
     if (winner == kFullSearch && full.tau > 0) split = full;
+  } else if (newest && 2.0 / (1.0 + options.permutations) < options.alpha) {
+    // A long history's newest segment: min-p would need all its shuffles' Q (O(n log n) each; `history show` over
+    // 1 000 runs x 200 series took 3.3 s instead of 1.3) where the end-anchored test alone stops early, so the two are
+    // held to alpha by Bonferroni instead, each at alpha / 2; the tail's test costs O(1) a shuffle. Its smallest p is
+    // 2 / (1 + permutations): where that cannot be below alpha, the end-anchored test alone.
+    std::vector<size_t> order(segment.size());
+    std::iota(order.begin(), order.end(), 0);
+    const Split tail = tail_shift(segment, order);
+    const double p_end = permutation_p(segment, split.q, options, options.alpha / 2.0, seed);
+    const double p_tail = tail_permutation_p(segment, tail.q, options, seed ^ 0x5DEECE66DULL);
+    if (p_tail < p_end) split = tail;
+    p = std::min(1.0, 2.0 * std::min(p_end, p_tail));
   } else {
-    p = permutation_p(segment, split.q, options, seed);
+    p = permutation_p(segment, split.q, options, options.alpha, seed);
   }
   if (p >= options.alpha) return;
   const size_t tau = split.tau;

@@ -21,6 +21,13 @@ namespace dx = torchprobe::diagnostics;
 
 namespace {
 
+// explain's kind for a text; and its kind with its confidence ("out_of_memory_gpu likely"), for the memory verdicts.
+std::string kind_of(const std::string& text) { return kind_name(explain_error(text).kind); }
+std::string verdict_of(const std::string& text) {
+  const Diagnosis d = explain_error(text);
+  return kind_name(d.kind) + " " + d.confidence;
+}
+
 struct Case {
   std::string text;
   ErrorKind kind;
@@ -292,7 +299,6 @@ TEST(Explain, ABatchThatIsAPythonContainerIsNotATensor) {
 // The structures behind the rules, in wordings no library's check prints alike: each kind in other stacks' words and
 // in free words, next to its near-misses, which stay unknown.
 TEST(Explain, StructuresNotSentences) {
-  const auto kind = [](const std::string& text) { return kind_name(explain_error(text).kind); };
   // No usable GPU, in other stacks' words.
   for (const char* text :
        {"RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present.",
@@ -304,13 +310,13 @@ TEST(Explain, StructuresNotSentences) {
         "RuntimeError: Failed to infer device type", "ERROR: GPU not detected, exiting",
         "RuntimeError: Could not find any CUDA device on this machine",
         "Warning: torch.cuda.is_available() returned False. This means that no GPU has been detected."}) {
-    EXPECT_EQ(kind(text), "cuda_unavailable") << text;
+    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
   }
   // ... and not a GPU that works but lacks a library or a kernel.
   for (const char* text : {"Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot "
                            "open shared object file",
                            "RuntimeError: CUDA error: no kernel image is available for execution on the device"}) {
-    EXPECT_EQ(kind(text), "unknown") << text;
+    EXPECT_EQ(kind_of(text), "unknown") << text;
   }
   // A mismatch in free words: two devices, a tensor, a contrast; devices in the order the sentence names them.
   const Diagnosis free =
@@ -332,22 +338,21 @@ TEST(Explain, StructuresNotSentences) {
   EXPECT_EQ(jax.devices, (std::vector<std::string>{"cuda", "cpu"}));
   // A back-end that falls back on purpose names two devices and a tensor too.
   EXPECT_EQ(
-      kind("UserWarning: The operator 'aten::index.Tensor' is not currently supported on the MPS backend and will "
-           "fall back to run on the CPU."),
+      kind_of("UserWarning: The operator 'aten::index.Tensor' is not currently supported on the MPS backend and will "
+              "fall back to run on the CPU."),
       "unknown");
   // "On the same GPU" names no one device.
   EXPECT_EQ(
       explain_error("All input tensors need to be on the same GPU, but found some tensors to not be on a GPU").devices,
       std::vector<std::string>{});
   // A `raise` line pasted alone carries the message; in a traceback the exception's line still wins.
-  EXPECT_EQ(kind("raise RuntimeError('Error(s) in loading state_dict: an exception occurred : (\"Cannot copy out of "
-                 "meta tensor; no data!\")')"),
+  EXPECT_EQ(kind_of("raise RuntimeError('Error(s) in loading state_dict: an exception occurred : (\"Cannot copy out of "
+                    "meta tensor; no data!\")')"),
             "meta_tensor");
 }
 
 // Structures written from the tuning half (tests/fixtures/explain/README.md, 2026-11-29): each line a real message.
 TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
-  const auto kind = [](const std::string& text) { return kind_name(explain_error(text).kind); };
   for (const char* text :
        {"Horovod build with GPU support was requested but this PyTorch installation does not support CUDA.",
         "dgl._ffi.base.DGLError: [17:19:38] /opt/dgl/src/runtime/c_runtime_api.cc:88: Check failed: allow_missing: "
@@ -365,21 +370,22 @@ TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
         "supported HW",
         "UserWarning: Can't initialize NVML", "ImportError: Unsloth: CUDA is not linked properly.",
         "torch.cuda.is_available(): False"}) {
-    EXPECT_EQ(kind(text), "cuda_unavailable") << text;
+    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
   }
   // A failed `assert torch.cuda.is_available()`, a `raise` where the paste stops before the exception's line: the
   // statement says what went wrong.
-  EXPECT_EQ(kind("  File \"train.py\", line 41, in main\n    assert torch.cuda.is_available(), \"CPU training is not "
-                 "allowed.\"\nAssertionError: CPU training is not allowed."),
-            "cuda_unavailable");
-  EXPECT_EQ(kind("  File \"torch/cuda/__init__.py\", line 305, in _lazy_init\n    raise AssertionError(\"Torch not "
-                 "compiled with CUDA enabled\")"),
+  EXPECT_EQ(
+      kind_of("  File \"train.py\", line 41, in main\n    assert torch.cuda.is_available(), \"CPU training is not "
+              "allowed.\"\nAssertionError: CPU training is not allowed."),
+      "cuda_unavailable");
+  EXPECT_EQ(kind_of("  File \"torch/cuda/__init__.py\", line 305, in _lazy_init\n    raise AssertionError(\"Torch not "
+                    "compiled with CUDA enabled\")"),
             "cuda_unavailable");
   for (const char* text : {"No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
                            "When I try to run the test.py, I met the error \"There are not available cuda devices!\"",
                            "UserWarning: Failed to initialize XPU devices. The driver may not be installed, installed "
                            "incorrectly, or incompatible with the current setup."}) {
-    EXPECT_EQ(kind(text), "cuda_unavailable") << text;
+    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
   }
   for (const char* text :
        {"error: 'hipErrorInvalidDevice'(1010) at square.cpp:60",
@@ -387,7 +393,7 @@ TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
         "ValueError: Please input valid device: 'cpu', 'cuda', 'cuda:0', '0' !",
         "MisconfigurationException: You requested gpu: [1]\n But your machine only has: [0]",
         "ValueError: Expected a cuda device with a specified index or an integer, but got:cuda"}) {
-    EXPECT_EQ(kind(text), "invalid_device") << text;
+    EXPECT_EQ(kind_of(text), "invalid_device") << text;
   }
   // A GPU that works, a library or a kernel that does not: not these kinds.
   for (const char* text :
@@ -397,7 +403,7 @@ TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
         "RuntimeError: CUDA error: no kernel image is available for execution on the device",
         "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
         "the 'spawn' start method"}) {
-    EXPECT_EQ(kind(text), "unknown") << text;
+    EXPECT_EQ(kind_of(text), "unknown") << text;
   }
   const auto mismatch = [](const std::string& text, const std::vector<std::string>& devices) {
     const Diagnosis d = explain_error(text);
@@ -421,24 +427,23 @@ TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
   mismatch("RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be th",
            {"cpu", "cuda"});
   // A container where a tensor was expected, in any quotes.
-  EXPECT_EQ(kind("to.(device) AttributeError: \u2018list\u2018 object has no attribute \u2018to\u2018"),
+  EXPECT_EQ(kind_of("to.(device) AttributeError: \u2018list\u2018 object has no attribute \u2018to\u2018"),
             "not_a_tensor");
-  EXPECT_EQ(kind("I got error ('dict' object has no attribute 'to) because of inputs is dict of tensors."),
+  EXPECT_EQ(kind_of("I got error ('dict' object has no attribute 'to) because of inputs is dict of tensors."),
             "not_a_tensor");
   // Memory: a failed cudaMalloc (error 2 is cudaErrorMemoryAllocation) is likely; the words win where they are there.
   EXPECT_EQ(explain_error("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]").confidence, "likely");
   EXPECT_EQ(
       explain_error("CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory").confidence,
       "certain");
-  const Diagnosis shm = explain_error(
-      "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's "
-      "workers are out of shared memory. Please try to raise your shared memory limit.");
-  EXPECT_EQ(kind_name(shm.kind), "out_of_memory_cpu");
-  EXPECT_EQ(shm.confidence, "likely");
+  EXPECT_EQ(verdict_of("RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible "
+                       "that dataloader's "
+                       "workers are out of shared memory. Please try to raise your shared memory limit."),
+            "out_of_memory_cpu likely");
   // Loose words about memory yield to another cause: the framework recovered from an OOM, then memory was corrupted.
-  EXPECT_EQ(kind("Recovering from OOM error; New batch size: 1\nTraceback (most recent call last):\n  File "
-                 "\"detect.py\", line 65, in batch_detect\n    imgs = torch.from_numpy(imgs).float().to(device)\n"
-                 "RuntimeError: CUDA error: an illegal memory access was encountered"),
+  EXPECT_EQ(kind_of("Recovering from OOM error; New batch size: 1\nTraceback (most recent call last):\n  File "
+                    "\"detect.py\", line 65, in batch_detect\n    imgs = torch.from_numpy(imgs).float().to(device)\n"
+                    "RuntimeError: CUDA error: an illegal memory access was encountered"),
             "unknown");
   // An out-of-tree back-end named with its ordinal, across a wrapped line.
   mismatch(
@@ -522,15 +527,11 @@ TEST(Explain, TorchWhereAndFsdpOffloadingNameBothDevices) {
 }
 
 TEST(Explain, RoundNinesStructures) {
-  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
   // A status code that says memory ran out is certain; a failed allocation in other words is likely.
-  const Diagnosis vulkan = explain_error("[Error] [carb.graphics-vulkan.plugin] VkResult: ERROR_OUT_OF_DEVICE_MEMORY");
-  EXPECT_EQ(kind_name(vulkan.kind), "out_of_memory_gpu");
-  EXPECT_EQ(vulkan.confidence, "certain");
-  const Diagnosis physx =
-      explain_error("PxgCudaDeviceMemoryAllocator fail to allocate memory 100663296 bytes!! Result = 2");
-  EXPECT_EQ(kind_name(physx.kind), "out_of_memory_gpu");
-  EXPECT_EQ(physx.confidence, "likely");
+  EXPECT_EQ(verdict_of("[Error] [carb.graphics-vulkan.plugin] VkResult: ERROR_OUT_OF_DEVICE_MEMORY"),
+            "out_of_memory_gpu certain");
+  EXPECT_EQ(verdict_of("PxgCudaDeviceMemoryAllocator fail to allocate memory 100663296 bytes!! Result = 2"),
+            "out_of_memory_gpu likely");
   EXPECT_EQ(explain_error("Prediction on device was unsuccessful, probably due to a lack of memory.").confidence,
             "likely");
   // Ray's memory monitor: the host's memory, though its exception is called OutOfMemoryError.
@@ -553,19 +554,15 @@ TEST(Explain, RoundNinesStructures) {
 }
 
 TEST(Explain, RoundTensStructures) {
-  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
   // Thrust's scratch buffer on the GPU, though re-raised as Python's MemoryError.
-  const Diagnosis thrust =
-      explain_error("MemoryError: std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed");
-  EXPECT_EQ(kind_name(thrust.kind), "out_of_memory_gpu");
-  EXPECT_EQ(thrust.confidence, "likely");
+  EXPECT_EQ(verdict_of("MemoryError: std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed"),
+            "out_of_memory_gpu likely");
   // The caching allocator's own sentence, cut by ComfyUI, says it; an allocation of a size that failed only suggests
   // it.
   EXPECT_EQ(explain_error("Error during inference: Allocation on device ").confidence, "certain");
-  const Diagnosis hpu = explain_error(
-      "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::268435456 (256)MB");
-  EXPECT_EQ(kind_name(hpu.kind), "out_of_memory_gpu");
-  EXPECT_EQ(hpu.confidence, "likely");
+  EXPECT_EQ(verdict_of(
+                "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::268435456 (256)MB"),
+            "out_of_memory_gpu likely");
   // No usable GPU: a CPU-only build's internals, a driver whose version cannot be read, a machine without GPUs.
   EXPECT_EQ(kind_of("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"), "cuda_unavailable");
   EXPECT_EQ(kind_of("ERROR NRT:nrt_init Unable to determine Neuron Driver version. Please check aws-neuron-dkms"),
@@ -587,7 +584,6 @@ TEST(Explain, RoundTensStructures) {
 }
 
 TEST(Explain, TheFirstHeldOutHalfsStructures) {
-  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
   // Full-width punctuation, as CJK input methods type it, reads as ASCII.
   EXPECT_EQ(
       kind_of("RuntimeError： Trying to deserialize object on CUDA device 3 but torch.cuda.device_count（） is 2"),
@@ -622,18 +618,14 @@ TEST(Explain, TheFirstHeldOutHalfsStructures) {
   EXPECT_EQ(kind_of("Invalid CUDA '--device gpu' requested, use '--device cpu' or pass valid CUDA device(s)"),
             "invalid_device");
   // Memory: NumPy's array error by its type, cuDNN without an algorithm, a runtime's "Allocation Failure".
-  const Diagnosis numpy =
-      explain_error("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.1 GiB for array with shape (9, 9)");
-  EXPECT_EQ(kind_name(numpy.kind), "out_of_memory_cpu");
-  EXPECT_EQ(numpy.confidence, "certain");
-  const Diagnosis cudnn = explain_error("RuntimeError: no valid convolution algorithms available in CuDNN");
-  EXPECT_EQ(kind_name(cudnn.kind), "out_of_memory_gpu");
-  EXPECT_EQ(cudnn.confidence, "likely");
+  EXPECT_EQ(
+      verdict_of("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.1 GiB for array with shape (9, 9)"),
+      "out_of_memory_cpu certain");
+  EXPECT_EQ(verdict_of("RuntimeError: no valid convolution algorithms available in CuDNN"), "out_of_memory_gpu likely");
   EXPECT_EQ(explain_error("RuntimeError: nrt_load status=4 message=\"Allocation Failure\"").confidence, "likely");
 }
 
 TEST(Explain, RoundThirteensStructures) {
-  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
   // A report into a wrapped model, whose keys carry "module." already: extra keys alone, or a whole list of missing
   // keys ending the message, are keys the two do not share; a list the paste cut off may still be the prefix.
   EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for DataParallel:\n"
@@ -674,7 +666,6 @@ TEST(Explain, RoundThirteensStructures) {
 }
 
 TEST(Explain, TheFormatsLogsCarryAMessageInReadAsThePlainText) {
-  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
   // Newlines escaped in a JSON field: the lines again, and the message the exception's line, unescaped.
   const Diagnosis json = explain_error(
       R"j({"msg": "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    x = x.cuda()\n)j"
@@ -712,7 +703,6 @@ TEST(Explain, TheFormatsLogsCarryAMessageInReadAsThePlainText) {
 }
 
 TEST(Explain, APasteCutBeforeItsWordsKeepsItsKindByCodeAndPlace) {
-  const auto kind_of = [](const std::string& text) { return std::string(kind_name(explain_error(text).kind)); };
   // THC's runtime codes: 10 and 101 a bad ordinal, 35, 38 and 100 no usable device, 2 memory (likely).
   EXPECT_EQ(kind_of("THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=10 : inva..."),
             "invalid_device");
@@ -722,17 +712,14 @@ TEST(Explain, APasteCutBeforeItsWordsKeepsItsKindByCodeAndPlace) {
             "cuda_unavailable");
   EXPECT_EQ(kind_of("RuntimeError: cuda runtime error (100) at /pytorch/aten/src/THC/THCGeneral.cpp:50"),
             "cuda_unavailable");
-  const Diagnosis two =
-      explain_error("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingAllocator.cpp line=510 error=2");
-  EXPECT_EQ(kind_name(two.kind), "out_of_memory_gpu");
-  EXPECT_EQ(two.confidence, "likely");
+  EXPECT_EQ(verdict_of("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingAllocator.cpp line=510 error=2"),
+            "out_of_memory_gpu likely");
   EXPECT_EQ(kind_of("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=70 error=59 : device-side assert"),
             "unknown");
   // c10's CPU allocator by the check that failed; Lightning's accelerator that cannot run here.
-  const Diagnosis host =
-      explain_error("RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:81] data. DefaultCPUAllocat...");
-  EXPECT_EQ(kind_name(host.kind), "out_of_memory_cpu");
-  EXPECT_EQ(host.confidence, "certain");
+  EXPECT_EQ(
+      verdict_of("RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:81] data. DefaultCPUAllocat..."),
+      "out_of_memory_cpu certain");
   EXPECT_EQ(kind_of("MisconfigurationException: `TPUAccelerator` can not run on your system since the a..."),
             "cuda_unavailable");
 }

@@ -6,7 +6,6 @@
 #include <map>
 #include <tuple>
 #include <numeric>
-#include <optional>
 #include <random>
 
 #include "torchprobe/change_interval.h"
@@ -160,20 +159,27 @@ double permutation_p(const std::vector<double>& segment, double observed, const 
 // in heavy-tailed noise (Student t, 3 df) a little less (+5% in 2%: 89-91% against 89-94%).
 constexpr size_t kTailRuns = 3;
 
-// The mean shift of the split among the last kTailRuns of values[order[0..n)]: m k / n (mean after - mean before)^2,
-// largest over those splits.
+// The first split among the last kTailRuns of n runs.
+size_t first_tail_split(size_t n) { return n > kTailRuns + 1 ? n - kTailRuns : 1; }
+
+// The mean shift of a split at tau of n runs whose sum is `total`, `after` of it in [tau, n): m k / n (mean after -
+// mean before)^2.
+double mean_shift(double after, double total, size_t tau, size_t n) {
+  const double m = static_cast<double>(tau), k = static_cast<double>(n - tau);
+  const double shift = after / k - (total - after) / m;
+  return m * k / static_cast<double>(n) * shift * shift;
+}
+
+// The largest mean shift among the splits of the last kTailRuns of values[order[0..n)].
 Split tail_shift(const std::vector<double>& values, const std::vector<size_t>& order) {
   const size_t n = order.size();
-  const size_t first = n > kTailRuns + 1 ? n - kTailRuns : 1;
   double total = 0.0;
   for (size_t i : order) total += values[i];
   double after = 0.0;
   Split out;
-  for (size_t tau = n; tau-- > first;) {
+  for (size_t tau = n, first = first_tail_split(n); tau-- > first;) {
     after += values[order[tau]];
-    const double m = static_cast<double>(tau), k = static_cast<double>(n - tau);
-    const double shift = after / k - (total - after) / m;
-    const double q = m * k / static_cast<double>(n) * shift * shift;
+    const double q = mean_shift(after, total, tau, n);
     if (q > out.q || out.tau == 0) out = {q, tau};
   }
   return out;
@@ -187,18 +193,14 @@ double tail_permutation_p(const std::vector<double>& segment, double observed, c
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(seed);
-  double total = 0.0;
-  for (double v : segment) total += v;
-  const size_t first = n > kTailRuns + 1 ? n - kTailRuns : 1;
+  const double total = std::accumulate(segment.begin(), segment.end(), 0.0);
   int exceeding = 0;
   for (int b = 0; b < options.permutations; ++b) {
     double after = 0.0, best = 0.0;
-    for (size_t tau = n; tau-- > first;) {
-      std::swap(order[tau], order[rng() % (tau + 1)]);
+    for (size_t tau = n, first = first_tail_split(n); tau-- > first;) {
+      std::swap(order[tau], order[rng() % (tau + 1)]);  // Fisher-Yates, its last steps only
       after += segment[order[tau]];
-      const double m = static_cast<double>(tau), k = static_cast<double>(n - tau);
-      const double shift = after / k - (total - after) / m;
-      best = std::max(best, m * k / static_cast<double>(n) * shift * shift);
+      best = std::max(best, mean_shift(after, total, tau, n));
     }
     exceeding += best >= observed * (1.0 - 1e-12) ? 1 : 0;
   }
@@ -207,20 +209,18 @@ double tail_permutation_p(const std::vector<double>& segment, double observed, c
 
 // The statistics on the same shuffles, combined by Westfall & Young's min-p, so together they are held to alpha:
 // each statistic's p is its rank among the shuffles; the segment's p is how often a shuffle's smallest p is at most
-// the observed smallest p. observed: Q of the end-anchored split, the tail's shift and Q of the full search; `used`:
-// which of the three take part (the end-anchored one always). `winner`: the statistic that gave the observed smallest
-// p (0, 1 or 2 in that order; ties go to the earlier one).
+// the observed smallest p. observed: Q of the end-anchored split, the tail's shift and Q of the full search; the
+// tail's takes part only `with_tail`. `winner`: the statistic that gave the observed smallest p (ties go to the earlier
+// one).
 enum Statistic : size_t { kEndAnchored, kTail, kFullSearch, kStatistics };
-double min_p(const std::vector<double>& segment, const std::array<double, kStatistics>& observed,
-             const std::array<bool, kStatistics>& used, const ChangePointOptions& options, std::uint64_t seed,
-             size_t& winner) {
+double min_p(const std::vector<double>& segment, const std::array<double, kStatistics>& observed, bool with_tail,
+             const ChangePointOptions& options, std::uint64_t seed, size_t& winner) {
   const size_t n = segment.size();
   const std::vector<size_t> rank = ranks_of(segment);
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   DistanceSums sums(n);
-  std::optional<KappaSearch> search;  // (n + 1)^2 doubles: only where it takes part
-  if (used[kFullSearch]) search.emplace(n);
+  KappaSearch search(n);
   std::mt19937_64 rng(seed);
   const auto draws = static_cast<size_t>(options.permutations);
   std::vector<std::vector<double>> drawn(kStatistics, std::vector<double>(draws, 0.0));
@@ -228,8 +228,8 @@ double min_p(const std::vector<double>& segment, const std::array<double, kStati
     for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);  // Fisher-Yates
     const std::vector<double> q = divergence_of(segment, rank, order, sums);
     drawn[kEndAnchored][b] = q[best_split(q)];
-    if (used[kTail]) drawn[kTail][b] = tail_shift(segment, order).q;
-    if (search) drawn[kFullSearch][b] = search->best(segment, order).q;
+    if (with_tail) drawn[kTail][b] = tail_shift(segment, order).q;
+    drawn[kFullSearch][b] = search.best(segment, order).q;
   }
   // p of a value among the shuffles: (1 + how many are at least it, less a tolerance for rounding) / (1 + draws).
   std::vector<std::vector<double>> sorted = drawn;
@@ -239,9 +239,10 @@ double min_p(const std::vector<double>& segment, const std::array<double, kStati
     const auto at_least = s.end() - std::lower_bound(s.begin(), s.end(), x * (1.0 - 1e-12));
     return (1.0 + static_cast<double>(at_least)) / (1.0 + static_cast<double>(draws));
   };
+  const auto used = [&](size_t stat) { return stat != kTail || with_tail; };
   double smallest = INFINITY;
   for (size_t k = 0; k < kStatistics; ++k) {
-    if (!used[k]) continue;
+    if (!used(k)) continue;
     const double p = p_of(k, observed[k]);
     if (p < smallest) smallest = p, winner = k;
   }
@@ -249,7 +250,7 @@ double min_p(const std::vector<double>& segment, const std::array<double, kStati
   for (size_t b = 0; b < draws; ++b) {
     double p = INFINITY;
     for (size_t k = 0; k < kStatistics; ++k) {
-      if (used[k]) p = std::min(p, p_of(k, drawn[k][b]));
+      if (used(k)) p = std::min(p, p_of(k, drawn[k][b]));
     }
     as_small += p <= smallest * (1.0 + 1e-12) ? 1 : 0;
   }
@@ -283,10 +284,10 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
   if (short_enough) {
     std::vector<size_t> order(segment.size());
     std::iota(order.begin(), order.end(), 0);
-    const Split full = short_enough ? KappaSearch(segment.size()).best(segment, order) : Split{};
+    const Split full = KappaSearch(segment.size()).best(segment, order);
     const Split tail = newest ? tail_shift(segment, order) : Split{};
     size_t winner = kEndAnchored;
-    p = min_p(segment, {split.q, tail.q, full.q}, {true, newest, true}, options, seed, winner);
+    p = min_p(segment, {split.q, tail.q, full.q}, newest, options, seed, winner);
     if (winner == kTail) split = tail;
     if (winner == kFullSearch && full.tau > 0) split = full;
   } else if (newest && 2.0 / (1.0 + options.permutations) < options.alpha) {

@@ -72,6 +72,26 @@ TEST(Cifar10, LoadsTheSplitsFromADirectoryOrTheArchiveSubdirectory) {
   EXPECT_EQ(load_cifar10(sub.string(), Split::kTest).size(), 4);
 }
 
+TEST(Cifar10, FilesLongerThanOneReadKeepEveryRecordInOrder) {
+  // The reader reads a few hundred records at a time straight into the dataset: records on either side of those
+  // reads, and of the files' boundary, land in their own rows.
+  TempDir dir;
+  const Dataset first = make_synthetic(600, /*seed=*/11), second = make_synthetic(301, /*seed=*/12);
+  write_cifar10_file(dir.file("a.bin"), first);
+  write_cifar10_file(dir.file("b.bin"), second);
+  const Dataset both = read_cifar10_files({dir.file("a.bin"), dir.file("b.bin")});
+  ASSERT_EQ(both.size(), 901);
+  EXPECT_TRUE(torch::equal(both.images, torch::cat({first.images, second.images})));
+  EXPECT_TRUE(torch::equal(both.labels, torch::cat({first.labels, second.labels})));
+  EXPECT_EQ(both.source, dir.file("a.bin") + "," + dir.file("b.bin"));
+
+  std::vector<unsigned char> bytes(3073 * 600, 0);
+  bytes[3073 * 517] = 12;  // past the first read
+  write_bytes(dir.file("bad.bin"), bytes);
+  EXPECT_THROW_WITH(read_cifar10_files({dir.file("a.bin"), dir.file("bad.bin")}), InputError,
+                    dir.file("bad.bin") + ": record 517 has label 12 (labels must be 0..9)");
+}
+
 TEST(Cifar10, MissingFileIsNamed) {
   TempDir dir;
   write_cifar10_file(dir.file("data_batch_1.bin"), make_synthetic(2, 1));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "suite.h"
@@ -40,31 +41,47 @@ const TempCifarDir& cifar_dir() {
   return dir;
 }
 
-/// Times `call` with the one measurement policy (host clock) and adds images/s for `images` per call.
+/// Host work as its repetitions share it (keep_between_repetitions): `call` and what it works on, with the one
+/// measurement policy's sampler (host clock), warmed up and calibrated once.
+struct PreparedHostWork {
+  PreparedHostWork(const std::string& name, std::function<void()> work) : call(std::move(work)) {
+    const torch::Device cpu(torch::kCPU);
+    sampler.emplace(measure::default_policy(cpu), measure::device_clock(cpu), [this] { call(); });
+    sampler->warm_up();
+    sampler->calibrate(name);
+  }
+  std::function<void()> call;
+  std::optional<measure::Sampler> sampler;
+};
+
+/// Times the work `make` returns with the one measurement policy and adds images/s for `images` per call.
 void time_host_work(benchmark::State& state, const std::string& name, const StopFlags& stop, std::int64_t images,
-                    const std::function<void()>& call) {
-  const torch::Device cpu(torch::kCPU);
-  measure::Sampler sampler(measure::default_policy(cpu), measure::device_clock(cpu), call);
-  sampler.warm_up();
-  sampler.calibrate(name);
-  const double mean_ms = time_until_stable(state, sampler, stop_rule(stop, cpu)).mean_ms;
+                    const std::function<std::function<void()>()>& make) {
+  PreparedHostWork& prepared = keep_between_repetitions<PreparedHostWork>(name, [&] {
+                                 return std::make_shared<PreparedHostWork>(name, make());
+                               }).first;
+  const double mean_ms =
+      time_until_stable(state, *prepared.sampler, stop_rule(stop, torch::Device(torch::kCPU))).mean_ms;
   state.counters["images_per_s"] = static_cast<double>(images) / (mean_ms / 1e3);
 }
 
 void parse_cifar10(benchmark::State& state, const std::string& name, const StopFlags& stop) {
-  const std::string dir = cifar_dir().path();
-  time_host_work(state, name, stop, data::kTrainImages, [&] {
-    data::Dataset train = data::load_cifar10(dir, data::Split::kTrain);
-    benchmark::DoNotOptimize(train.images.data_ptr());
+  time_host_work(state, name, stop, data::kTrainImages, [] {
+    return [dir = cifar_dir().path()] {
+      data::Dataset train = data::load_cifar10(dir, data::Split::kTrain);
+      benchmark::DoNotOptimize(train.images.data_ptr());
+    };
   });
 }
 
 void assemble_batch(benchmark::State& state, const std::string& name, const StopFlags& stop) {
-  auto dataset = std::make_shared<const data::Dataset>(data::make_synthetic(10000, /*seed=*/7));
-  data::Batcher batcher(dataset, kAssembleBatch, /*pinned=*/false, /*seed=*/1);
-  time_host_work(state, name, stop, kAssembleBatch, [&] {
-    data::HostBatch& batch = batcher.next();
-    benchmark::DoNotOptimize(batch.images.data_ptr());
+  time_host_work(state, name, stop, kAssembleBatch, [] {
+    auto dataset = std::make_shared<const data::Dataset>(data::make_synthetic(10000, /*seed=*/7));
+    auto batcher = std::make_shared<data::Batcher>(dataset, kAssembleBatch, /*pinned=*/false, /*seed=*/1);
+    return [batcher] {
+      data::HostBatch& batch = batcher->next();
+      benchmark::DoNotOptimize(batch.images.data_ptr());
+    };
   });
 }
 

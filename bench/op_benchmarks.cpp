@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "suite.h"
 #include "torchprobe/backend.h"
@@ -23,51 +25,49 @@ std::int64_t bytes_of(const ops::OpInputs& inputs) {
   return total;
 }
 
+// One op benchmark as its repetitions share it (keep_between_repetitions): rotating input sets, so consecutive calls
+// read inputs that are not in the last-level cache (unless --op-input-sets says otherwise; --cold also flushes that
+// cache before each sample), made once (up to 2 GiB of random numbers took ~1 s per repetition); and the sampler,
+// warmed up (allocator growth, library handles, kernel selection) and calibrated once. One call per sample when each
+// needs an untimed reset; --cold also flushes the last-level cache before each.
+struct PreparedOp {
+  PreparedOp(const ops::OpCase& op, const SuiteOptions& options) : c(op) {
+    sets.push_back(c.make_inputs());
+    const int wanted =
+        op_input_set_count(options.op_input_sets, measure::cache_bytes(c.device), bytes_of(sets.front()));
+    while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
+    measure::Policy policy = measure::default_policy(c.device);
+    policy.cold = options.cold;
+    if (c.reset) policy.calls_per_sample = 1;
+    sampler.emplace(
+        policy, measure::device_clock(c.device), [this] { c.run(sets[next++ % sets.size()]); },
+        [this] {
+          if (c.reset) c.reset(sets[next % sets.size()]);
+        },
+        [device = c.device] { measure::flush_cache(device); });
+    sampler->warm_up();
+    calls = sampler->calibrate(c.name());
+  }
+
+  ops::OpCase c;
+  std::vector<ops::OpInputs> sets;
+  size_t next = 0;
+  std::optional<measure::Sampler> sampler;
+  int calls = 1;
+};
+
 void run_op(benchmark::State& state, const ops::OpCase& c, const SuiteOptions& options) {
   const torch::Device device = c.device;
   ops::MathModeGuard math(c.dtype);
   const ops::Peak peak = ops::measured_peak(device, c.dtype);  // once per device and dtype, before our inputs exist
-
-  // Rotating input sets: consecutive calls read inputs that are not in the last-level cache
-  // (unless --op-input-sets says otherwise); --cold also flushes that cache before each sample.
-  // Made once per op and kept for its later repetitions (up to 2 GiB of random numbers took ~1 s per
-  // repetition); the next op's sets replace them.
-  // Never destroyed: device tensors must not outlive their allocator in the static destructors at exit.
-  struct Inputs {
-    std::string op;  ///< whose sets these are ("" while they are being made)
-    std::vector<ops::OpInputs> sets;
-  };
-  static Inputs& kept = *new Inputs;
-  std::vector<ops::OpInputs>& sets = kept.sets;
-  if (kept.op != c.name()) {
-    kept.op.clear();
-    sets.clear();
-    sets.push_back(c.make_inputs());
-    const int wanted = op_input_set_count(options.op_input_sets, measure::cache_bytes(device), bytes_of(sets.front()));
-    while (static_cast<int>(sets.size()) < wanted) sets.push_back(c.make_inputs());
-    kept.op = c.name();
-  }
-  size_t next = 0;
-
-  // The one measurement policy (warm-up: allocator growth, library handles, kernel selection). One call
-  // per sample when each needs an untimed reset; --cold also flushes the last-level cache before each.
-  measure::Policy policy = measure::default_policy(device);
-  policy.cold = options.cold;
-  if (c.reset) policy.calls_per_sample = 1;
-  measure::Sampler sampler(
-      policy, measure::device_clock(device), [&] { c.run(sets[next++ % sets.size()]); },
-      [&] {
-        if (c.reset) c.reset(sets[next % sets.size()]);
-      },
-      [device] { measure::flush_cache(device); });
-  sampler.warm_up();
-  const int calls = sampler.calibrate(c.name());
-  const double mean_ms = time_until_stable(state, sampler, stop_rule(options.stop, device)).mean_ms;
+  PreparedOp& prepared =
+      keep_between_repetitions<PreparedOp>(c.name(), [&] { return std::make_shared<PreparedOp>(c, options); }).first;
+  const double mean_ms = time_until_stable(state, *prepared.sampler, stop_rule(options.stop, device)).mean_ms;
   for (const auto& [key, value] : op_counters(c.flops, c.bytes, c.bandwidth_roof, mean_ms, peak)) {
     state.counters[key] = value;
   }
-  state.counters["calls_per_sample"] = calls;
-  state.counters["input_sets"] = static_cast<double>(sets.size());
+  state.counters["calls_per_sample"] = prepared.calls;
+  state.counters["input_sets"] = static_cast<double>(prepared.sets.size());
   state.counters["cold"] = options.cold ? 1 : 0;
   state.counters["threads"] = at::get_num_threads();
 }

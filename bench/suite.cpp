@@ -174,7 +174,7 @@ measure::Measurement time_until_stable(benchmark::State& state, measure::Sampler
 
 std::string sampling_bound_text(size_t benchmarks, int repetitions, double timeout_s) {
   const double warm_up_s = measure::Policy{}.warmup_s;
-  const double bound_s = static_cast<double>(benchmarks) * std::max(1, repetitions) * (timeout_s + warm_up_s);
+  const double bound_s = static_cast<double>(benchmarks) * (std::max(1, repetitions) * timeout_s + warm_up_s);
   const auto s = static_cast<long>(std::ceil(bound_s));
   const std::string clock = s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
                                       : fmt::format("{}:{:02}", s / 60, s % 60);
@@ -220,6 +220,11 @@ void inject_fault(const std::string& name, const std::string& spec) {
   throw std::runtime_error("injected fault (TORCHPROBE_TEST_FAULT=" + spec + ")");
 }
 
+KeptState& kept_state() {
+  static KeptState& kept = *new KeptState;
+  return kept;
+}
+
 void run_guarded(benchmark::State& state, const std::string& name, const std::function<void()>& body) {
   // Google Benchmark (1.7's ComputeStats) aborts the program unless every repetition of a benchmark reports
   // the iteration count the finished ones reached, failed ones included: a repetition that a stop (or an
@@ -232,6 +237,7 @@ void run_guarded(benchmark::State& state, const std::string& name, const std::fu
     body();
     finished_iterations[name] = state.iterations();
   } catch (const std::exception& e) {
+    kept_state() = KeptState{};
     const auto finished = finished_iterations.find(name);
     if (finished != finished_iterations.end() && finished->second > state.iterations()) {
       static_cast<void>(state.KeepRunningBatch(finished->second - state.iterations()));

@@ -152,16 +152,42 @@ double time_samples(benchmark::State& state, measure::Sampler& sampler);
 /// stopped it above the target) and kCpuPerCallCounter (results_file.h).
 measure::Measurement time_until_stable(benchmark::State& state, measure::Sampler& sampler,
                                        const measure::StopRule& rule);
-/// What a run will take at most, said before it starts: `benchmarks` x `repetitions` x (`timeout_s` plus the
-/// warm-up), e.g. "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its
-/// noise is under its target, or at 5 s; most stop well before; where one call takes over 2.5 s, longer: a repetition
-/// takes at least 2 samples)".
+/// What a run will take at most, said before it starts: `benchmarks` x (`repetitions` x `timeout_s` plus one warm-up:
+/// the repetitions after the first start warm, keep_between_repetitions), e.g. "at most 4:19 of sampling (17
+/// benchmark(s) x 3 repetition(s), each stopping once its noise is under its target, or at 5 s; most stop well before;
+/// where one call takes over 2.5 s, longer: a repetition takes at least 2 samples)".
 std::string sampling_bound_text(size_t benchmarks, int repetitions, double timeout_s);
+
+/// What a benchmark keeps between its repetitions: its model and optimizer mid-training, or its input sets, with the
+/// sampler that warmed them up and calibrated on them. The repetitions after the first start where the last one left
+/// off, with nothing to build and no warm-up to run (the state is exactly what the last timed sample left), so they
+/// cost only their samples and differ only by what the host did meanwhile. One benchmark's state at a time: a
+/// repetition of another benchmark (the next one, or an interleaved repetition) drops it before making its own, and a
+/// failed repetition drops it (run_guarded), so a broken state is never reused. Never destroyed at exit: device
+/// tensors must not outlive their allocator in the static destructors.
+struct KeptState {
+  std::string name;
+  std::shared_ptr<void> state;
+};
+KeptState& kept_state();
+/// `name`'s kept state, and whether it was kept (false: made now by `make`, the previous benchmark's dropped first).
+template <class T, class Make>
+std::pair<T&, bool> keep_between_repetitions(const std::string& name, Make make) {
+  KeptState& kept = kept_state();
+  if (kept.state && kept.name == name) return {*static_cast<T*>(kept.state.get()), true};
+  kept.name.clear();
+  kept.state.reset();  // the previous benchmark's memory goes before this one's is taken
+  std::shared_ptr<T> made = make();
+  kept.state = made;
+  kept.name = name;
+  return {*made, false};
+}
 
 /// What every benchmark function does around its work: the progress line; a requested stop (a signal)
 /// honoured before it starts; every failure turned into Google Benchmark's SkipWithError with a one-line
-/// reason, so the suite goes on. For tests of crash handling, TORCHPROBE_TEST_FAULT=SUBSTRING:KIND makes
-/// benchmarks whose name contains SUBSTRING fail that way instead of running: throw, abort or segv.
+/// reason, so the suite goes on (the state kept between repetitions is dropped). For tests of crash handling,
+/// TORCHPROBE_TEST_FAULT=SUBSTRING:KIND makes benchmarks whose name contains SUBSTRING fail that way instead of
+/// running: throw, abort or segv.
 void run_guarded(benchmark::State& state, const std::string& name, const std::function<void()>& body);
 
 /// Validates suite names; throws InputError for unknown ones.

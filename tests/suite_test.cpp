@@ -184,17 +184,79 @@ TEST(Suite, TheStopRuleIsTheDevicesWithTheFlagsGivenAndTheBoundIsSaidBeforeTheRu
   EXPECT_DOUBLE_EQ(given.min_time_s, 0.25) << "what is not given stays the device's";
   flags.min_samples = 1;
   EXPECT_THROW_WITH(bench::stop_rule(flags, cpu), InputError, "--min-samples");
-  // 17 benchmarks x 3 repetitions x (5 s + 0.2 s of warm-up) = 265.2 s: 4:26 at most.
+  // 17 benchmarks x (3 repetitions x 5 s + one warm-up of 0.2 s) = 258.4 s: 4:19 at most.
   EXPECT_EQ(bench::sampling_bound_text(17, 3, measure::default_stop_rule(cpu).timeout_s),
-            "at most 4:26 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its noise is under its "
+            "at most 4:19 of sampling (17 benchmark(s) x 3 repetition(s), each stopping once its noise is under its "
             "target, or at 5 s; most stop well before; where one call takes over 2.5 s, longer: a repetition takes "
             "at least 2 samples)");
-  EXPECT_NE(bench::sampling_bound_text(700, 5, measure::default_stop_rule(cpu).timeout_s).find("at most 5:03:20 "),
+  EXPECT_NE(bench::sampling_bound_text(700, 5, measure::default_stop_rule(cpu).timeout_s).find("at most 4:54:00 "),
             std::string::npos);
 }
 
 TEST(Suite, UnknownSuiteIsRejected) {
   EXPECT_THROW_WITH(bench::check_suites({"train", "ops"}), InputError, "unknown suite 'ops' (known: train, data, op)");
+}
+
+namespace {
+// Says in `log` when it is made and when dropped.
+struct Logged {
+  Logged(std::vector<std::string>& log, std::string name) : log(log), name(std::move(name)) {
+    log.push_back("make " + this->name);
+  }
+  ~Logged() { log.push_back("drop " + name); }
+  std::vector<std::string>& log;
+  std::string name;
+};
+
+class Silent : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+}  // namespace
+
+TEST(Suite, ABenchmarksStateIsKeptForItsNextRepetitionAndDroppedBeforeAnothersIsMade) {
+  std::vector<std::string> log;
+  std::vector<bool> kept;
+  const auto repetition = [&](const std::string& name) -> Logged& {
+    auto [state, was_kept] =
+        bench::keep_between_repetitions<Logged>(name, [&] { return std::make_shared<Logged>(log, name); });
+    kept.push_back(was_kept);
+    return state;
+  };
+  Logged& first = repetition("a");
+  EXPECT_EQ(&repetition("a"), &first);  // its second repetition starts where the first left off
+  repetition("b");                      // the next benchmark: a's memory goes before b's is taken
+  repetition("a");                      // interleaved repetitions: each made anew
+  EXPECT_EQ(log, (std::vector<std::string>{"make a", "drop a", "make b", "drop b", "make a"}));
+  EXPECT_EQ(kept, (std::vector<bool>{false, true, false, false}));
+  bench::kept_state() = bench::KeptState{};
+  EXPECT_EQ(log.back(), "drop a");
+}
+
+TEST(Suite, AFailedRepetitionDropsTheKeptStateSoTheNextOneStartsAfresh) {
+  std::vector<std::string> log;
+  std::vector<bool> kept;
+  int repetition = 0;
+  const std::string name = "keep_test/fails_in_its_second_repetition";
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [&](benchmark::State& state) {
+                                 bench::run_guarded(state, name, [&] {
+                                   kept.push_back(bench::keep_between_repetitions<Logged>(name, [&] {
+                                                    return std::make_shared<Logged>(log, "x");
+                                                  }).second);
+                                   for (auto _ : state) state.SetIterationTime(1e-3);
+                                   if (++repetition == 2) throw std::runtime_error("broken");
+                                 });
+                               })
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Repetitions(3);
+  Silent silent;
+  benchmark::RunSpecifiedBenchmarks(&silent, "keep_test/");
+  EXPECT_EQ(kept, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(log, (std::vector<std::string>{"make x", "drop x", "make x"}));
+  bench::kept_state() = bench::KeptState{};
 }
 
 // The results file: a complete JSON document after every benchmark, saying whether the run is complete.

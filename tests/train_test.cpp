@@ -47,6 +47,32 @@ TEST(TrainStep, NetLearnsTheSyntheticClasses) {
   EXPECT_GT(after, 0.6) << "held-out accuracy after 300 steps";
 }
 
+TEST(TrainStep, ARestoredSnapshotRepeatsTheStepsThatFollowedIt) {
+  // What a benchmark's repetitions start from: weights, momentum and BatchNorm's running statistics all come back.
+  torch::manual_seed(0);
+  auto train_set = std::make_shared<const data::Dataset>(data::make_synthetic(64, /*seed=*/11));
+  const torch::Device cpu(torch::kCPU);
+  train::TrainStep step(models::make_model("resnet18"), cpu);
+  data::Batcher batcher(train_set, /*batch_size=*/4, /*pinned=*/false, /*seed=*/2, /*ring_size=*/3);
+  std::vector<data::HostBatch*> batches;
+  for (int i = 0; i < 3; ++i) batches.push_back(&batcher.next());
+  EXPECT_THROW(step.snapshot(), std::logic_error);  // no momentum before the first step
+  step.run(*batches[0]);
+  const auto saved = step.snapshot();
+  const auto three_steps = [&] {
+    std::vector<float> losses;
+    for (auto* batch : batches) losses.push_back(step.run(*batch).item<float>());
+    return losses;
+  };
+  const std::vector<float> first = three_steps();
+  const std::vector<float> later = three_steps();
+  EXPECT_NE(later, first);  // training moved on
+  step.restore(saved);
+  const std::vector<float> again = three_steps();
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_NEAR(again[i], first[i], 1e-5 * std::abs(first[i])) << "step " << i;
+  EXPECT_THROW(step.restore({saved.front()}), std::logic_error);
+}
+
 TEST(TrainStep, OneStepIsExactlyTheTutorialUpdate) {
   // From the same weights and batch, TrainStep must equal a hand-written
   // forward / cross_entropy / backward / SGD(momentum) step: first step, p -= lr * grad.

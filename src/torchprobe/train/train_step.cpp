@@ -151,6 +151,22 @@ std::vector<torch::Tensor> TrainStep::mutable_state() const {
   return state;
 }
 
+std::vector<torch::Tensor> TrainStep::snapshot() const {
+  std::vector<torch::Tensor> saved;
+  for (const auto& t : mutable_state()) {
+    if (!t.defined()) throw std::logic_error("TrainStep::snapshot: take it after the first step");
+    saved.push_back(t.clone());
+  }
+  return saved;
+}
+
+void TrainStep::restore(const std::vector<torch::Tensor>& snapshot) {
+  torch::NoGradGuard no_grad;
+  const auto state = mutable_state();
+  if (snapshot.size() != state.size()) throw std::logic_error("TrainStep::restore: not this step's snapshot");
+  for (size_t i = 0; i < state.size(); ++i) state[i].copy_(snapshot[i]);
+}
+
 torch::Tensor TrainStep::copy_inputs(data::HostBatch& batch, torch::Tensor& images) {
   const bool channels_last = options_.layout == Layout::kChannelsLast;
   if (!device_.is_cuda()) {
@@ -231,13 +247,10 @@ torch::Tensor TrainStep::graph_step(data::HostBatch& batch) {
   }
   if (!graph_) {
     // The warm-up runs before capture are real steps: undo them, so the first replay is step one.
-    std::vector<torch::Tensor> saved;
-    for (const auto& t : mutable_state()) saved.push_back(t.clone());
+    const auto saved = snapshot();  // the momentum exists from the start with a graph
     graph_ = backend::capture_work(
         device_, [this] { graph_loss_ = compute(device_images_, device_labels_, [] {}); }, kGraphWarmupRuns);
-    torch::NoGradGuard no_grad;
-    const auto state = mutable_state();
-    for (size_t i = 0; i < state.size(); ++i) state[i].copy_(saved[i]);
+    restore(saved);
   }
   graph_->replay();
   return graph_loss_;

@@ -64,6 +64,8 @@ RuleTable::RuleTable() {
   // Vulkan's and Level Zero's status codes say it too: "VkResult: ERROR_OUT_OF_DEVICE_MEMORY".
   add(gpu,
       R"(not enough (?:GPU |video |device |VRAM |graphics |dedicated )+memory|out of (?:GPU|video|device) memory|)"
+      // "A VRAM out-of-memory error has occurred" (chaiNNer).
+      R"(\b(?:VRAM|GPU|video|device)[- ]out[- ]of[- ]memory\b|)"
       R"(\w*OUT_OF_DEVICE_MEMORY\b|\w*OutOfDeviceMemory\b)",
       "certain", "the GPU's memory");
   add(gpu,
@@ -74,6 +76,11 @@ RuleTable::RuleTable() {
       R"(DefaultCPUAllocator: (can't allocate memory|not enough memory)|enforce fail at [^\]\n]*\balloc_cpu\.cpp:\d+\] data\b)",
       "certain", "LibTorch CPU allocator");
   add(cpu, R"(OpenBLAS: malloc failed in)", "certain", "OpenBLAS (its work buffers)");
+  // TH's CPU allocator before c10's (0.x to 1.x): "$ Torch: not enough memory: you tried to allocate 3GB. Buy new RAM!
+  // at ..\aten\src\TH\THGeneral.cpp:201", the host's memory whatever else the line says.
+  add(cpu, R"(\bBuy new RAM\b)", "certain", "LibTorch CPU allocator");
+  // A notebook host's own notice: "Your notebook tried to allocate more memory than is available. It has restarted."
+  add(cpu, R"(\btried to allocate more memory than (?:is )?available\b)", "certain", "the notebook host's memory");
   // Thrust's and CUB's scratch allocation on the GPU, often re-raised as a Python MemoryError ("MemoryError:
   // std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed").
   add(gpu, R"(\bget_temporary_buffer failed\b)", "likely", "Thrust (its temporary buffer)");
@@ -137,7 +144,7 @@ RuleTable::RuleTable() {
       R"((?i:\bno (?:[\w-]+ ){0,2}?(?:GPUs?|devices?|accelerators?|platforms?)\b[^.\n]{0,30}?\b(?:available|detected|found|discovered|present)\b)|)"
       R"((?i:\b(?:couldn't|could not|cannot|can't|failed to|unable to) init(?:iali[sz]e)? (?:the )?(?:CUDA|GPU|HIP|ROCm|NVML|XPU|NPU|MPS)\b)|)"
       R"((?i:\brequires an? (?:GPU|CUDA device|CUDA GPU)\b)|)"
-      R"((?i:(?:\bnot|n't|\bnever)(?: been)? (?:compiled|linked|buil[dt]|installed) with (?:support for )?(?:GPU|CUDA|ROCm|HIP|MPS|XPU)\b)|)"
+      R"((?i:(?:\bnot|n't|\bnever)(?: be| been)? (?:compiled|linked|buil[dt]|installed) with (?:support for )?(?:GPU|CUDA|ROCm|HIP|MPS|XPU)\b)|)"
       R"((?i:\b(?:compiled|linked|buil[dt]|installed) without (?:any )?(?:GPU|CUDA|ROCm|HIP|MPS|XPU)\b)|)"
       // "GPUs requested but none are available", "No supported gpu backend found", "the accelerator is not available",
       // "But your machine only has: []".
@@ -203,9 +210,14 @@ RuleTable::RuleTable() {
       R"(\bcannot find -lcuda\b|Invalid CUDA '--device \d' requested|)"
       // A range of valid devices that ends below its start ("valid devices are 0 - -1"): a device count of zero.
       R"((?i:\bvalid (?:devices?|device ids?|GPUs?|ordinals?) (?:are|is|range is) 0 ?(?:-|to|\.\.) ?-1\b)|)"
-      // The runtime's codes by number alone, as THC printed them (a paste cut before the words): 35 a driver too old,
-      // 38 and 100 no CUDA-capable device.
-      R"(THCudaCheck FAIL[^\n]*\berror=(?:35|38|100)\b|\bcuda runtime error \((?:35|38|100)\)|)"
+      // The runtime's codes by number, as THC printed them (a paste cut before the words): 3 a driver that did not
+      // initialise ("cuda runtime error (3) : initialization error"), 35 a driver too old, 38 and 100 no CUDA-capable
+      // device.
+      R"(THCudaCheck FAIL[^\n]*\berror=(?:3|35|38|100)\b|\bcuda runtime error \((?:3|35|38|100)\)|)"
+      // "CUDA compatible device could not be found", "GPU could not be detected"; a back-end's own module that does not
+      // import ("Failed to import torch.dml. Please ensure you have installed the PyTorch package for DirectML").
+      R"((?i:\b(?:GPUs?|CUDA(?:[- ](?:compatible|capable|enabled))? (?:devices?|GPUs?)|accelerators?)\b[^.\n]{0,20}?\b(?:could not|couldn't|cannot|can't) be (?:found|detected)\b)|)"
+      R"((?i:\b(?:failed to|could not|couldn't|cannot|unable to) import (?:torch[._](?:dml|directml|xpu|npu|musa|mlu)|torch_(?:directml|npu|musa|mlu))\b)|)"
       // ROCm's "Failed to get device count" at import; a feature that needs the back-end this build or host lacks
       // ("Pinned memory requires CUDA", the sentence ending there); the CUDA runtime a kernel library could not load
       // ("Library cudart is not initialized").
@@ -234,6 +246,11 @@ RuleTable::RuleTable() {
       R"(Device index must (?:not be negative|be -1 or non-negative)|Invalid device id|Invalid device, must be|Expected a cuda device, but got|)"
       // c10's parser given "" (torch.device(""), an unset environment variable).
       R"(Device string must not be empty|)"
+      // The parser's list of device types, where a paste cut it before "device type at start of device string"
+      // ("Expected one of cpu, cuda, ipu, xpu, ..."); transformers' check of a device_map string ("the value needs to
+      // be a device name (e.g. cpu, cuda:0)"); torch.load given a location it cannot place ("don't know how to restore
+      // data location of torch.HalfStorage (tagged with 0)").
+      R"(Expected one of cpu, cuda, |\bneeds? to be a device name\b|don't know how to restore data location of|)"
       R"(device >= 0 && device < num_gpus|CUDA device ordinal|\b(?:cuda|hip)ErrorInvalidDevice\b|)"
       // A numbered device that is not there: "The requested device for vllm (cuda:1) is not available".
       R"((?i:\b(?:cuda|xpu|npu|hip|mps|gpu):\d+\)? (?:is not available|does not exist|is invalid)\b)|)"
@@ -278,6 +295,9 @@ RuleTable::RuleTable() {
       R"(DistributedDataParallel device_ids and output_device arguments only work with|device type tensor to numpy|)"
       R"(convert CUDA tensor to numpy|legacy constructor expects device type|is not on the expected device|)"
       R"(Tensors must be CUDA and dense|No backend type associated with device type|)"
+      // torch_xla's bridge given a tensor that is not on the XLA device ("aten_xla_bridge.cpp:110 : Check failed:
+      // xtensor").
+      R"(\bCheck failed: xtensor\b|)"
       // JAX's jit: arguments placed on different devices or platforms. A check on a tensor's device type that failed
       // (an out-of-tree back-end's "tensor.device().type() == at::DeviceType::PrivateUse1 INTERNAL ASSERT FAILED").
       R"((?i:\bincompatible devices\b)|device\(\)\.type\(\) == (?:at::|c10::)?DeviceType::\w+ INTERNAL ASSERT FAILED)");
@@ -285,6 +305,11 @@ RuleTable::RuleTable() {
   for (const char* p :
        {R"(Expected object of ((?:backend|device type) \w+) but got ((?:backend|device type) \w+))",
         R"(Expected object of type (\S+) but found type (\S+))",
+        // 0.x's "expected type torch.cuda.FloatTensor but got torch.FloatTensor".
+        R"((?i:expected) type (torch\.[\w.]*Tensor) but got (torch\.[\w.]*Tensor))",
+        // The legacy constructors given another device's tensor: "legacy constructor for device type: cpu was passed
+        // device type: cuda, but device type must be: cpu".
+        R"(legacy constructor for device type: (\w+) was passed device type: (\w+))",
         R"((?i:expected) ((?:device|backend) \S+?)(?: and dtype \w+)? but got ((?:(?:device|backend) )?[\w:]+))",
         R"(Input type (\(.*?\)) and weight type (\(.*?\)))",
         R"(invalid gradient at index \d+ - expected (?:type|device) (.+?) but got (.+))",

@@ -46,9 +46,10 @@ struct LinePatterns {
   // An exception's line: its type (any module path, any case, a full-width colon), LibTorch's what(), terminate.
   const RE2& exception = compile(R"(^\s*(?:terminate called after throwing an instance of '[^']*'\s*|what\(\):\s*|)"
                                  R"((?:[A-Za-z_]\w*\.)*\w*(?i:error|exception)(?:\[[^\]]*\])?\s*(?::|：|$)\s*))");
-  // The same after a source line on one line: "x.cuda(i) RuntimeError: CUDA error (10): ...".
+  // The same after a source line on one line: "x.cuda(i) RuntimeError: CUDA error (10): ...", also glued to the call
+  // that raised it ("(value + 1).lgamma()RuntimeError: CUDA out of memory.").
   const RE2& exception_inside =
-      compile(R"(\s((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
+      compile(R"((?:\s|[)\]}])((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
   const RE2& warning = compile(R"(^\s*(?:[A-Za-z_]\w*\.)*\w*Warning\s*(?::|：)\s*)");
   // load_state_dict lists missing and unexpected keys on lines of their own.
   // A key list's own lines ("module.fc.bias",) continue it too, and so does the rest of a key a line broke

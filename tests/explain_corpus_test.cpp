@@ -247,13 +247,13 @@ HarvestScore score_harvest(const std::string& file,
 
 // Floors, raised as explain improves and never lowered for the same half: a change that makes explain worse on
 // messages it has never seen fails here. The goal (issue 36) is 95% held out and no near-miss given a kind. The
-// held-out half is harvests eleven and twelve (329 messages from 314 repositories no tuning message comes from),
-// collected by people who never saw the classifier, scored on 2026-11-29 after the rules that the former held-out
-// half taught (309 of 329, 93.9%), again after rounds thirteen and fourteen (309) and after round fifteen's (310 of
-// 329, 94.2%; 1 of 77 near-misses given a kind); its misses have not been read (tests/fixtures/explain/README.md).
-// The half before it, worn by being scored after every round, is tuning now. The floor asks for 310.
-constexpr double kHeldOutFloor = 0.9423, kTuningFloor = 0.98;
-constexpr int kHeldOutNearMissesGivenAKind = 1;
+// held-out half is harvest seventeen (380 messages from 370 repositories no other message comes from), collected on
+// 2026-11-29 by ten people who never saw the classifier, scored once with the rules of that morning (4e567f6): 364 of
+// 380 (95.8%), 2 of 98 near-misses given a kind; the same after the rules its predecessor taught. Its misses have not
+// been read (tests/fixtures/explain/README.md). The half before it (harvests eleven and twelve), scored after every
+// round since it came, is tuning now. The floor asks for 364.
+constexpr double kHeldOutFloor = 0.9579, kTuningFloor = 0.99;
+constexpr int kHeldOutNearMissesGivenAKind = 2;
 
 }  // namespace
 

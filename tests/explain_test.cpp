@@ -885,3 +885,54 @@ TEST(Explain, EachOutOfMemoryLibraryIsNamedExplainedAndFixedAsItself) {
     }
   }
 }
+
+TEST(Explain, TheOldAllocatorsTheOldTypeNamesAndOtherLibrariesChecks) {
+  // TH's CPU allocator (0.x to 1.x) says "not enough memory" of the host; a notebook host's notice; a VRAM that ran
+  // out.
+  EXPECT_EQ(verdict_of("RuntimeError: $ Torch: not enough memory: you tried to allocate 3GB. Buy new RAM! at "
+                       "..\\aten\\src\\TH\\THGeneral.cpp:201"),
+            "out_of_memory_cpu certain");
+  EXPECT_EQ(verdict_of("Your notebook tried to allocate more memory than is available. It has restarted."),
+            "out_of_memory_cpu certain");
+  EXPECT_EQ(verdict_of("A VRAM out-of-memory error has occurred. Please try using a more extreme tiling mode."),
+            "out_of_memory_gpu certain");
+  // An exception glued to the call that raised it, on a source line: the exception is read.
+  EXPECT_EQ(
+      verdict_of("  File \"poisson.py\", line 63, in log_prob\n    return value.xlogy(rate) - rate - (value + "
+                 "1).lgamma()RuntimeError: CUDA out of memory. Tried to allocate 9.28 GiB (GPU 0; 31.75 GiB total "
+                 "capacity; 23.22 GiB already allocated)"),
+      "out_of_memory_gpu certain");
+  for (const char* text :
+       {"RuntimeError: cuda runtime error (3) : initialization error at /pytorch/aten/src/THC/THCGeneral.cpp:70",
+        "ERROR: [batch] Exception: CUDA compatible device could not be found in torch whilst --use-cuda args was set.",
+        "[WARNING] engine: CUDA was requested in config but functionality test failed. PyTorch may not be compiled "
+        "with CUDA support. Automatically falling back to CPU.",
+        "ERROR: Failed to import torch.dml.\nPlease ensure you have installed the PyTorch package for DirectML "
+        "('torch-directml')."}) {
+    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
+  }
+  for (const char* text :
+       {"RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla",
+        "ValueError: When passing device_map as a string, the value needs to be a device name (e.g. cpu, cuda:0) or "
+        "'auto', 'balanced', 'balanced_low_0', 'sequential' but found .",
+        "RuntimeError: don't know how to restore data location of torch.HalfStorage (tagged with 0)"}) {
+    EXPECT_EQ(kind_of(text), "invalid_device") << text;
+  }
+  EXPECT_EQ(kind_of("RuntimeError: torch_xla/csrc/aten_xla_bridge.cpp:110 : Check failed: xtensor"), "device_mismatch");
+  const Diagnosis legacy =
+      explain_error("RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor");
+  EXPECT_EQ(kind_name(legacy.kind), "device_mismatch");
+  EXPECT_EQ(legacy.devices, (std::vector<std::string>{"cuda", "cpu"}));
+  const Diagnosis constructor = explain_error(
+      "RuntimeError: legacy constructor for device type: cpu was passed device type: cuda, but device type must be: "
+      "cpu");
+  EXPECT_EQ(constructor.devices, (std::vector<std::string>{"cpu", "cuda"}));
+  // Their near-misses stay unknown: the same type names that differ by dtype only; the runtime's initialization error
+  // in 1.x's words (a CUDA call in a forked worker, as often as no driver); a DLL of an extension that is not found.
+  for (const char* text : {"RuntimeError: expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor",
+                           "RuntimeError: CUDA error: initialization error",
+                           "ImportError: DLL load failed while importing exllama_kernels: The specified module could "
+                           "not be found."}) {
+    EXPECT_EQ(kind_of(text), "unknown") << text;
+  }
+}

@@ -49,6 +49,16 @@ conventions = [
     ('GPU tensor to numpy', lambda e: e['kind'] == 'unknown' and re.search(r"(?i)convert \S*(cuda|mps)\S* (device type )?tensor to numpy", e['text']),
      lambda e: e.update(kind='device_mismatch', near_miss=False,
                         devices=[re.search(r"(?i)convert (\S*?(?:cuda|mps)(?::\d+)?)\S*? (?:device type )?tensor to numpy", e['text']).group(1).lower()], argument=None)),
+    # The same message labelled with the host too ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu()"):
+    # 38 of the 42 texts of it name the GPU's device alone, as corpus_device.jsonl does.
+    ('GPU tensor to numpy names the GPU', lambda e: e['kind'] == 'device_mismatch' and len(e['devices']) == 2
+        and e['devices'][1] == 'cpu' and re.search(r"(?i)convert \S*(cuda|mps)\S* (device type )?tensor to numpy", e['text'])
+        and not re.search(r'(?i)same device|different devices|two devices|expected .{0,60}\bdevice\b', e['text']),
+     lambda e: e.update(devices=e['devices'][:1])),
+    # Triton's link that cannot find the driver library ("/usr/bin/ld: cannot find -lcuda") is libcuda.so that cannot
+    # be found, as the brief's libcuda.so that cannot be opened: no usable CUDA (one of its two texts said so).
+    ('the driver library cannot be linked', lambda e: e['kind'] == 'unknown' and re.search(r'cannot find -lcuda\b', e['text']),
+     lambda e: e.update(kind='cuda_unavailable', near_miss=False)),
     # The corpus's argument: a name the message gives AS an argument ("argument #2 'mat2'", "for argument 'index'",
     # "Tensor for 'out'", "but got weight is on", "`input_ids` is on", "expected input to be on"); a tensor a
     # sentence merely names ("input a is on cuda:0 and input b is on cuda:1", "window on cpu") is not one. A paste
@@ -82,11 +92,18 @@ conventions = [
      lambda e: e.update(devices=indices_devices(e['text']))),
     # The corpus's not_a_tensor: a device method or attribute (cuda, cpu, to, device) asked of any Python object that
     # is not a tensor ('NoneType', 'SGD', 'tuple'); a module without it ("module 'torch' has no attribute 'cuda'") is
-    # a broken install and stays a near-miss.
+    # a broken install and stays a near-miss; so does a tensor of a PyTorch older than the attribute ('torch.FloatTensor'
+    # object has no attribute 'to': 0.3 and before), which is a tensor.
     ('a device attribute of a non-tensor', lambda e: e['kind'] == 'unknown' and re.search(
         r"(?:'|‘|’|`)[\w.]+(?:'|‘|’|`) (?:object )?has no attribute (?:'|‘|’|`)(?:cuda|cpu|to|device)(?:'|‘|’|`)", e['text'])
-        and not re.search(r"\bmodule '[\w.]+' has no attribute", e['text']),
+        and not re.search(r"\bmodule '[\w.]+' has no attribute", e['text'])
+        and not re.search(r"'torch\.(?:cuda\.)?\w*Tensor' object has no attribute", e['text']),
      lambda e: e.update(kind='not_a_tensor', near_miss=False)),
+    # A device query outside the brief's list (`is_cuda`) asked of a non-tensor: a near-miss, as three of its four
+    # texts have it (round fifteen's curator said so too).
+    ('is_cuda of a non-tensor', lambda e: e['kind'] == 'not_a_tensor' and re.search(r"has no attribute '?is_cuda", e['text'])
+        and not re.search(r"has no attribute (?:'|‘|’|`)(?:cuda|cpu|to|device)(?:'|‘|’|`)", e['text']),
+     lambda e: e.update(kind='unknown', near_miss=True)),
     # corpus_device.jsonl's sd-module-missing-dp-truncated-deeplab48: a DataParallel model's report listing only keys
     # with "module." (the other list cut off) is the prefix.
     # The keys are those of the list (not a traceback's file names); markdown around the colon is no matter.

@@ -78,6 +78,9 @@ struct PreparedStep {
     sampler.emplace(policy, measure::device_clock(config.device), [this] { loss = step.run(next_batch()); });
     sampler->warm_up();
     steps_per_sample = sampler->calibrate(name);
+    // The peak over the model's making and its warm-up, whose steps are the timed ones: read before the snapshot, a
+    // copy of the weights and momentum that no training run holds.
+    peak_bytes = backend::peak_memory_bytes(config.device);
     start = step.snapshot();
   }
   data::HostBatch& next_batch() { return *batches[next++ % batches.size()]; }
@@ -99,6 +102,7 @@ struct PreparedStep {
   torch::Tensor loss;
   std::optional<measure::Sampler> sampler;
   int steps_per_sample = 1;
+  std::int64_t peak_bytes = 0;
   std::vector<torch::Tensor> start;
 };
 
@@ -137,10 +141,10 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
   backend::profiler_capture_stop();
   const float last_loss = prepared.loss.item<float>();
   if (!std::isfinite(last_loss)) throw std::runtime_error(fmt::format("the loss became {} during the run", last_loss));
-  const std::int64_t peak_bytes = backend::peak_memory_bytes(device);  // since the model was made
 
-  for (const auto& [key, value] : train_step_counters(
-           mean_ms, config.batch_size, ops::model_forward_flops(config.model), peak ? &*peak : nullptr, peak_bytes)) {
+  for (const auto& [key, value] :
+       train_step_counters(mean_ms, config.batch_size, ops::model_forward_flops(config.model), peak ? &*peak : nullptr,
+                           prepared.peak_bytes)) {
     state.counters[key] = value;
   }
   if (const train::LossScaler* scaler = prepared.step.scaler()) {

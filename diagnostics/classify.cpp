@@ -108,12 +108,18 @@ bool may_apply(std::size_t rule, const Scanner& scanner) {
 /// Picks the entry that is the error: for each rule, the last exception line it matches (Python prints the exception
 /// that ended the program last), else the first line that mentions an error it matches. Lines that mention no error
 /// count only when no rule matches an error line: advice printed nearby ("If you encounter CUDA out of memory, try
-/// ...") must not win over the error. Rules keep their order: the first with a match wins.
+/// ...") must not win over the error. A notice that the program goes on on the CPU ("CUDA is not detected, running on
+/// CPU") counts only where no exception says in words of its own what ended it ("AttributeError: 'generator' object
+/// has no attribute 'next'"): the program went on past the notice. Rules keep their order: the first with a match wins.
 class Selector {
  public:
-  explicit Selector(std::size_t rules) : error_(rules), other_(rules) {}
+  explicit Selector(std::size_t rules) : error_(rules), other_(rules), other_not_fallback_(rules) {}
 
   void take(const Entry& e) {
+    static const RE2& fallback_notice = compile(
+        R"((?i)\b(?:running|runs|run|falling back|falls back|fall back|fallback|using|use|switching|defaulting|)"
+        R"(continuing)\b[^.\n]{0,20}?\b(?:on |to |with )?(?:the )?CPU\b)");
+    const bool fallback = e.tier == kOther && RE2::PartialMatch(e.text, fallback_notice);
     std::shared_ptr<const std::string> text;
     const auto shared = [&] { return text ? text : text = std::make_shared<const std::string>(e.text); };
     for (const std::size_t r : matching_rules(e.subject())) {
@@ -121,18 +127,20 @@ class Selector {
         error_[r] = shared();
       } else if (e.tier == kErrorLine) {
         if (!error_[r]) error_[r] = shared();
-      } else if (!other_[r]) {
-        other_[r] = shared();
+      } else {
+        if (!other_[r]) other_[r] = shared();
+        if (!fallback && !other_not_fallback_[r]) other_not_fallback_[r] = shared();
       }
     }
     if (e.tier == kException) last_exception_ = shared();
+    if (e.tier == kException && e.text != e.type) exception_in_words_ = true;
     if (e.tier == kErrorLine && !first_error_) first_error_ = shared();
     if (!first_) first_ = shared();
   }
 
   Diagnosis diagnosis(const Scanner& scanner) const {
     const auto& rules = rule_table().rules;
-    for (const auto* pass : {&error_, &other_}) {
+    for (const auto* pass : {&error_, exception_in_words_ ? &other_not_fallback_ : &other_}) {
       for (std::size_t r = 0; r < rules.size(); ++r) {
         if ((*pass)[r] && may_apply(r, scanner)) return diagnose(*(*pass)[r], &rules[r], &scanner.kept());
       }
@@ -142,7 +150,9 @@ class Selector {
   }
 
  private:
-  std::vector<std::shared_ptr<const std::string>> error_, other_;  ///< per rule: its best entry
+  /// Per rule: its best entry (other_not_fallback_: the first other line that is no notice of going on on the CPU).
+  std::vector<std::shared_ptr<const std::string>> error_, other_, other_not_fallback_;
+  bool exception_in_words_ = false;  ///< an exception line with a message of its own, not its type alone
   std::shared_ptr<const std::string> last_exception_, first_error_, first_;
 };
 

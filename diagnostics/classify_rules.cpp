@@ -223,10 +223,11 @@ RuleTable::RuleTable() {
       // ("Library cudart is not initialized").
       R"((?i:\bfailed to get (?:the )?(?:[\w-]+ )?device count\b)|(?i:\brequires (?:CUDA|ROCm|HIP|a GPU)\s*(?:$|[.!;,)]))|)"
       R"((?i:\blibrary (?:cudart|libcudart|cuda|nvrtc)\S* is not initiali[sz]ed\b)|)"
-      // A CPU-only build asked for CUDA through its internals ("module 'torch._C' has no attribute '_cuda_setDevice'");
+      // A CPU-only build asked for CUDA through its internals ("module 'torch._C' has no attribute '_cuda_setDevice'",
+      // Python 2's "'module' object has no attribute '_cuda_setDevice'");
       // a driver whose version cannot be read (AWS Neuron's "Unable to determine Neuron Driver version"); a machine
       // with no GPU in so many words ("This machine has no cuda devices!").
-      R"(module 'torch\._C' has no attribute '_cuda_\w+'|)"
+      R"(module 'torch\._C' has no attribute '_cuda_\w+'|'module' object has no attribute '_cuda_\w+'|)"
       // The same for an extension built without its CUDA kernels ("module 'torchmcubes_module' has no attribute
       // 'mcubes_cuda'. Did you mean: 'mcubes_cpu'?"): a module that lacks its CUDA entry point.
       R"(\bmodule '[\w.]+' has no attribute '(?:\w+_cuda\w*|_?cuda_\w+)'|)"

@@ -936,3 +936,23 @@ TEST(Explain, TheOldAllocatorsTheOldTypeNamesAndOtherLibrariesChecks) {
     EXPECT_EQ(kind_of(text), "unknown") << text;
   }
 }
+
+TEST(Explain, ANoticeOfGoingOnOnTheCpuIsNotWhatEndedTheProgram) {
+  // Alone, the notice is the story (no usable GPU); before an exception that says in words what went wrong, the program
+  // went on past it, and the exception is the error.
+  EXPECT_EQ(kind_of("[WARNING] engine: CUDA was requested in config but functionality test failed. PyTorch may not be "
+                    "compiled with CUDA support. Automatically falling back to CPU."),
+            "cuda_unavailable");
+  EXPECT_EQ(kind_of("CUDA is not detected, running on CPU\nTraceback (most recent call last):\n  File \"training.py\", "
+                    "line 163, in train_routine\n    device = detector.parameters().next().device\nAttributeError: "
+                    "'generator' object has no attribute 'next'"),
+            "unknown");
+  // Not a notice of going on: "No CUDA runtime is found, using CUDA_HOME=..." still says what is missing.
+  EXPECT_EQ(
+      kind_of("No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\nTraceback (most recent call last):\n"
+              "  File \"deepy.py\", line 29, in <module>\nTypeError: __init__() got an unexpected keyword argument "
+              "'x'"),
+      "cuda_unavailable");
+  // Python 2's words for a CPU-only build asked for CUDA through its internals.
+  EXPECT_EQ(kind_of("AttributeError: 'module' object has no attribute '_cuda_setDevice'"), "cuda_unavailable");
+}

@@ -55,6 +55,11 @@ conventions = [
         and e['devices'][1] == 'cpu' and re.search(r"(?i)convert \S*(cuda|mps)\S* (device type )?tensor to numpy", e['text'])
         and not re.search(r'(?i)same device|different devices|two devices|expected .{0,60}\bdevice\b', e['text']),
      lambda e: e.update(devices=e['devices'][:1])),
+    # A CUDA tensor given to pin_memory ("cannot pin 'torch.cuda.LongTensor' only dense CPU tensors can be pinned": a
+    # dataset that returns GPU tensors to a pinning DataLoader) is a tensor on the wrong device for a CPU-only op, as
+    # the corpus's "must be a CPU tensor; it is currently on device CUDA": a mismatch, the devices in their order.
+    ('a CUDA tensor pinned', lambda e: e['kind'] == 'unknown' and re.search(r"cannot pin '\S*cuda\S*'", e['text']),
+     lambda e: e.update(kind='device_mismatch', near_miss=False, devices=['cuda', 'cpu'], argument=None)),
     # Triton's link that cannot find the driver library ("/usr/bin/ld: cannot find -lcuda") is libcuda.so that cannot
     # be found, as the brief's libcuda.so that cannot be opened: no usable CUDA (one of its two texts said so).
     ('the driver library cannot be linked', lambda e: e['kind'] == 'unknown' and re.search(r'cannot find -lcuda\b', e['text']),

@@ -129,9 +129,10 @@ void run_train_step(benchmark::State& state, const TrainConfig& config,
       peak_dtype ? std::optional(ops::measured_peak(device, *peak_dtype)) : std::nullopt;
 
   backend::CudnnBenchmarkGuard autotune(variant.cudnn_benchmark);
-  auto [prepared, kept] = keep_between_repetitions<PreparedStep>(
+  const auto kept = keep_between_repetitions<PreparedStep>(
       name, [&] { return std::make_shared<PreparedStep>(config, dataset, requested_steps_per_sample, name); });
-  if (kept) prepared.step.restore(prepared.start);  // untimed: the same starting point as the first repetition
+  PreparedStep& prepared = kept.first;  // a reference, not a structured binding: lambdas below capture it (C++17)
+  if (kept.second) prepared.step.restore(prepared.start);  // untimed: the same start as the first repetition
   measure::Sampler& sampler = *prepared.sampler;
   backend::profiler_capture_start();
   // Profile mode: a fixed number of steps (Google Benchmark's iterations); otherwise samples until the noise is low.

@@ -29,7 +29,7 @@ std::int64_t bytes_of(const ops::OpInputs& inputs) {
 // read inputs that are not in the last-level cache (unless --op-input-sets says otherwise; --cold also flushes that
 // cache before each sample), made once (up to 2 GiB of random numbers took ~1 s per repetition); and the sampler,
 // warmed up (allocator growth, library handles, kernel selection) and calibrated once. One call per sample when each
-// needs an untimed reset; --cold also flushes the last-level cache before each.
+// needs an untimed reset, or with --cold.
 struct PreparedOp {
   PreparedOp(const ops::OpCase& op, const SuiteOptions& options) : c(op) {
     sets.push_back(c.make_inputs());

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -119,7 +120,10 @@ class Selector {
     static const RE2& fallback_notice = compile(
         R"((?i)\b(?:running|runs|run|falling back|falls back|fall back|fallback|using|use|switching|defaulting|)"
         R"(continuing)\b[^.\n]{0,20}?\b(?:on |to |with )?(?:the )?CPU\b)");
-    const bool fallback = e.tier == kOther && RE2::PartialMatch(e.text, fallback_notice);
+    std::optional<bool> fallback;  // read only for a line that mentions no error and that a rule matches
+    const auto is_fallback = [&] {
+      return fallback ? *fallback : *(fallback = RE2::PartialMatch(e.text, fallback_notice));
+    };
     std::shared_ptr<const std::string> text;
     const auto shared = [&] { return text ? text : text = std::make_shared<const std::string>(e.text); };
     for (const std::size_t r : matching_rules(e.subject())) {
@@ -129,7 +133,7 @@ class Selector {
         if (!error_[r]) error_[r] = shared();
       } else {
         if (!other_[r]) other_[r] = shared();
-        if (!fallback && !other_not_fallback_[r]) other_not_fallback_[r] = shared();
+        if (!other_not_fallback_[r] && !is_fallback()) other_not_fallback_[r] = shared();
       }
     }
     if (e.tier == kException) last_exception_ = shared();

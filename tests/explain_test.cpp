@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -23,6 +24,10 @@ namespace {
 
 // explain's kind for a text; and its kind with its confidence ("out_of_memory_gpu likely"), for the memory verdicts.
 std::string kind_of(const std::string& text) { return kind_name(explain_error(text).kind); }
+// Each text's kind is `kind` (a failure names its text).
+void expect_kind_of_each(const std::string& kind, std::initializer_list<const char*> texts) {
+  for (const char* text : texts) EXPECT_EQ(kind_of(text), kind) << text;
+}
 std::string verdict_of(const std::string& text) {
   const Diagnosis d = explain_error(text);
   return kind_name(d.kind) + " " + d.confidence;
@@ -300,24 +305,22 @@ TEST(Explain, ABatchThatIsAPythonContainerIsNotATensor) {
 // in free words, next to its near-misses, which stay unknown.
 TEST(Explain, StructuresNotSentences) {
   // No usable GPU, in other stacks' words.
-  for (const char* text :
-       {"RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present.",
-        "RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices.",
-        "RuntimeError: Bad StatusOr access: UNKNOWN: TPU initialization failed: Invalid worker addresses",
-        "Failed to create CUDAExecutionProvider. Please reference the requirements to ensure all dependencies are met.",
-        "Failed to initialize NVML: Driver/library version mismatch", "CUDA Exception: driver not initialised",
-        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
-        "RuntimeError: Failed to infer device type", "ERROR: GPU not detected, exiting",
-        "RuntimeError: Could not find any CUDA device on this machine",
-        "Warning: torch.cuda.is_available() returned False. This means that no GPU has been detected."}) {
-    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
-  }
+  expect_kind_of_each(
+      "cuda_unavailable",
+      {"RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present.",
+       "RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices.",
+       "RuntimeError: Bad StatusOr access: UNKNOWN: TPU initialization failed: Invalid worker addresses",
+       "Failed to create CUDAExecutionProvider. Please reference the requirements to ensure all dependencies are met.",
+       "Failed to initialize NVML: Driver/library version mismatch", "CUDA Exception: driver not initialised",
+       "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+       "RuntimeError: Failed to infer device type", "ERROR: GPU not detected, exiting",
+       "RuntimeError: Could not find any CUDA device on this machine",
+       "Warning: torch.cuda.is_available() returned False. This means that no GPU has been detected."});
   // ... and not a GPU that works but lacks a library or a kernel.
-  for (const char* text : {"Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot "
-                           "open shared object file",
-                           "RuntimeError: CUDA error: no kernel image is available for execution on the device"}) {
-    EXPECT_EQ(kind_of(text), "unknown") << text;
-  }
+  expect_kind_of_each("unknown",
+                      {"Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot "
+                       "open shared object file",
+                       "RuntimeError: CUDA error: no kernel image is available for execution on the device"});
   // A mismatch in free words: two devices, a tensor, a contrast; devices in the order the sentence names them.
   const Diagnosis free =
       explain_error("ValueError: the attention mask is on cpu while the hidden states are on cuda:0");
@@ -353,25 +356,24 @@ TEST(Explain, StructuresNotSentences) {
 
 // Structures written from the tuning half (tests/fixtures/explain/README.md, 2026-11-29): each line a real message.
 TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
-  for (const char* text :
-       {"Horovod build with GPU support was requested but this PyTorch installation does not support CUDA.",
-        "dgl._ffi.base.DGLError: [17:19:38] /opt/dgl/src/runtime/c_runtime_api.cc:88: Check failed: allow_missing: "
-        "Device API gpu is not enabled. Please install the cuda version of dgl.",
-        "Unsloth detected signs of an AMD ROCm GPU, but your current PyTorch build has no usable HIP accelerator.",
-        "Unsloth cannot find any torch accelerator? You need a GPU.",
-        "RuntimeError: cuda video backend is not available.", "Native API returns: -2 (PI_ERROR_DEVICE_NOT_AVAILABLE)",
-        "UserWarning: HIP initialization: Unexpected error from hipGetDeviceCount(). Did you run some cuda functions "
-        "before calling NumHipDevices() that might have already set an error? Error 101: hipErrorInvalidDevice",
-        "RuntimeError: Cannot access accelerator device when none is available.",
-        "RuntimeError: 0 active drivers ([]). There should only be one.", "AssertionError: libcuda.so cannot found!",
-        "RuntimeError: CUDA error: CUDA driver is a stub library",
-        "RuntimeError: CUDA error: system not yet initialized",
-        "CUDA call failed lazily at initialization with error: Error 804: forward compatibility was attempted on non "
-        "supported HW",
-        "UserWarning: Can't initialize NVML", "ImportError: Unsloth: CUDA is not linked properly.",
-        "torch.cuda.is_available(): False"}) {
-    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
-  }
+  expect_kind_of_each(
+      "cuda_unavailable",
+      {"Horovod build with GPU support was requested but this PyTorch installation does not support CUDA.",
+       "dgl._ffi.base.DGLError: [17:19:38] /opt/dgl/src/runtime/c_runtime_api.cc:88: Check failed: allow_missing: "
+       "Device API gpu is not enabled. Please install the cuda version of dgl.",
+       "Unsloth detected signs of an AMD ROCm GPU, but your current PyTorch build has no usable HIP accelerator.",
+       "Unsloth cannot find any torch accelerator? You need a GPU.",
+       "RuntimeError: cuda video backend is not available.", "Native API returns: -2 (PI_ERROR_DEVICE_NOT_AVAILABLE)",
+       "UserWarning: HIP initialization: Unexpected error from hipGetDeviceCount(). Did you run some cuda functions "
+       "before calling NumHipDevices() that might have already set an error? Error 101: hipErrorInvalidDevice",
+       "RuntimeError: Cannot access accelerator device when none is available.",
+       "RuntimeError: 0 active drivers ([]). There should only be one.", "AssertionError: libcuda.so cannot found!",
+       "RuntimeError: CUDA error: CUDA driver is a stub library",
+       "RuntimeError: CUDA error: system not yet initialized",
+       "CUDA call failed lazily at initialization with error: Error 804: forward compatibility was attempted on non "
+       "supported HW",
+       "UserWarning: Can't initialize NVML", "ImportError: Unsloth: CUDA is not linked properly.",
+       "torch.cuda.is_available(): False"});
   // A failed `assert torch.cuda.is_available()`, a `raise` where the paste stops before the exception's line: the
   // statement says what went wrong.
   EXPECT_EQ(
@@ -381,30 +383,27 @@ TEST(Explain, MoreWordsForNoUsableGpuAMismatchAndABadOrdinal) {
   EXPECT_EQ(kind_of("  File \"torch/cuda/__init__.py\", line 305, in _lazy_init\n    raise AssertionError(\"Torch not "
                     "compiled with CUDA enabled\")"),
             "cuda_unavailable");
-  for (const char* text : {"No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
-                           "When I try to run the test.py, I met the error \"There are not available cuda devices!\"",
-                           "UserWarning: Failed to initialize XPU devices. The driver may not be installed, installed "
-                           "incorrectly, or incompatible with the current setup."}) {
-    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
-  }
-  for (const char* text :
-       {"error: 'hipErrorInvalidDevice'(1010) at square.cpp:60",
-        "RuntimeError: Device index must be -1 or non-negative, got -2", "ValueError: Invalid device: cuda:0",
-        "ValueError: Please input valid device: 'cpu', 'cuda', 'cuda:0', '0' !",
-        "MisconfigurationException: You requested gpu: [1]\n But your machine only has: [0]",
-        "ValueError: Expected a cuda device with a specified index or an integer, but got:cuda"}) {
-    EXPECT_EQ(kind_of(text), "invalid_device") << text;
-  }
+  expect_kind_of_each("cuda_unavailable",
+                      {"No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
+                       "When I try to run the test.py, I met the error \"There are not available cuda devices!\"",
+                       "UserWarning: Failed to initialize XPU devices. The driver may not be installed, installed "
+                       "incorrectly, or incompatible with the current setup."});
+  expect_kind_of_each(
+      "invalid_device",
+      {"error: 'hipErrorInvalidDevice'(1010) at square.cpp:60",
+       "RuntimeError: Device index must be -1 or non-negative, got -2", "ValueError: Invalid device: cuda:0",
+       "ValueError: Please input valid device: 'cpu', 'cuda', 'cuda:0', '0' !",
+       "MisconfigurationException: You requested gpu: [1]\n But your machine only has: [0]",
+       "ValueError: Expected a cuda device with a specified index or an integer, but got:cuda"});
   // A GPU that works, a library or a kernel that does not: not these kinds.
-  for (const char* text :
-       {"RuntimeError: Distributed package doesn't have NCCL built in",
-        "RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch "
-        "(11.8).",
-        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
-        "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
-        "the 'spawn' start method"}) {
-    EXPECT_EQ(kind_of(text), "unknown") << text;
-  }
+  expect_kind_of_each(
+      "unknown",
+      {"RuntimeError: Distributed package doesn't have NCCL built in",
+       "RuntimeError: The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch "
+       "(11.8).",
+       "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+       "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
+       "the 'spawn' start method"});
   const auto mismatch = [](const std::string& text, const std::vector<std::string>& devices) {
     const Diagnosis d = explain_error(text);
     EXPECT_EQ(kind_name(d.kind), "device_mismatch") << text;
@@ -902,22 +901,20 @@ TEST(Explain, TheOldAllocatorsTheOldTypeNamesAndOtherLibrariesChecks) {
                  "1).lgamma()RuntimeError: CUDA out of memory. Tried to allocate 9.28 GiB (GPU 0; 31.75 GiB total "
                  "capacity; 23.22 GiB already allocated)"),
       "out_of_memory_gpu certain");
-  for (const char* text :
-       {"RuntimeError: cuda runtime error (3) : initialization error at /pytorch/aten/src/THC/THCGeneral.cpp:70",
-        "ERROR: [batch] Exception: CUDA compatible device could not be found in torch whilst --use-cuda args was set.",
-        "[WARNING] engine: CUDA was requested in config but functionality test failed. PyTorch may not be compiled "
-        "with CUDA support. Automatically falling back to CPU.",
-        "ERROR: Failed to import torch.dml.\nPlease ensure you have installed the PyTorch package for DirectML "
-        "('torch-directml')."}) {
-    EXPECT_EQ(kind_of(text), "cuda_unavailable") << text;
-  }
-  for (const char* text :
-       {"RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla",
-        "ValueError: When passing device_map as a string, the value needs to be a device name (e.g. cpu, cuda:0) or "
-        "'auto', 'balanced', 'balanced_low_0', 'sequential' but found .",
-        "RuntimeError: don't know how to restore data location of torch.HalfStorage (tagged with 0)"}) {
-    EXPECT_EQ(kind_of(text), "invalid_device") << text;
-  }
+  expect_kind_of_each(
+      "cuda_unavailable",
+      {"RuntimeError: cuda runtime error (3) : initialization error at /pytorch/aten/src/THC/THCGeneral.cpp:70",
+       "ERROR: [batch] Exception: CUDA compatible device could not be found in torch whilst --use-cuda args was set.",
+       "[WARNING] engine: CUDA was requested in config but functionality test failed. PyTorch may not be compiled "
+       "with CUDA support. Automatically falling back to CPU.",
+       "ERROR: Failed to import torch.dml.\nPlease ensure you have installed the PyTorch package for DirectML "
+       "('torch-directml')."});
+  expect_kind_of_each(
+      "invalid_device",
+      {"RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla",
+       "ValueError: When passing device_map as a string, the value needs to be a device name (e.g. cpu, cuda:0) or "
+       "'auto', 'balanced', 'balanced_low_0', 'sequential' but found .",
+       "RuntimeError: don't know how to restore data location of torch.HalfStorage (tagged with 0)"});
   EXPECT_EQ(kind_of("RuntimeError: torch_xla/csrc/aten_xla_bridge.cpp:110 : Check failed: xtensor"), "device_mismatch");
   const Diagnosis legacy =
       explain_error("RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor");
@@ -929,12 +926,11 @@ TEST(Explain, TheOldAllocatorsTheOldTypeNamesAndOtherLibrariesChecks) {
   EXPECT_EQ(constructor.devices, (std::vector<std::string>{"cpu", "cuda"}));
   // Their near-misses stay unknown: the same type names that differ by dtype only; the runtime's initialization error
   // in 1.x's words (a CUDA call in a forked worker, as often as no driver); a DLL of an extension that is not found.
-  for (const char* text : {"RuntimeError: expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor",
-                           "RuntimeError: CUDA error: initialization error",
-                           "ImportError: DLL load failed while importing exllama_kernels: The specified module could "
-                           "not be found."}) {
-    EXPECT_EQ(kind_of(text), "unknown") << text;
-  }
+  expect_kind_of_each("unknown",
+                      {"RuntimeError: expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor",
+                       "RuntimeError: CUDA error: initialization error",
+                       "ImportError: DLL load failed while importing exllama_kernels: The specified module could "
+                       "not be found."});
 }
 
 TEST(Explain, ANoticeOfGoingOnOnTheCpuIsNotWhatEndedTheProgram) {

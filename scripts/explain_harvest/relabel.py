@@ -3,6 +3,10 @@
 import json, re, sys
 
 
+# "can't convert cuda:0 device type tensor to numpy", "can't convert CUDA tensor to numpy".
+GPU_TENSOR_TO_NUMPY = r"(?i)convert \S*(cuda|mps)\S* (device type )?tensor to numpy"
+
+
 def indices_devices(text):
     """index's "indices should be either on cpu or on the same device as the indexed tensor (X)": cpu, then X if
     another; None for other texts."""
@@ -46,13 +50,13 @@ conventions = [
     ('library cannot use CUDA', lambda e: e['kind'] == 'unknown' and re.search(r'CUDA Setup failed despite GPU being available', e['text']),
      lambda e: e.update(kind='cuda_unavailable', near_miss=False)),
     # A GPU tensor handed to NumPy (host memory only): the tensor is on the wrong device, as the corpus labels it.
-    ('GPU tensor to numpy', lambda e: e['kind'] == 'unknown' and re.search(r"(?i)convert \S*(cuda|mps)\S* (device type )?tensor to numpy", e['text']),
+    ('GPU tensor to numpy', lambda e: e['kind'] == 'unknown' and re.search(GPU_TENSOR_TO_NUMPY, e['text']),
      lambda e: e.update(kind='device_mismatch', near_miss=False,
                         devices=[re.search(r"(?i)convert (\S*?(?:cuda|mps)(?::\d+)?)\S*? (?:device type )?tensor to numpy", e['text']).group(1).lower()], argument=None)),
     # The same message labelled with the host too ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu()"):
     # 38 of the 42 texts of it name the GPU's device alone, as corpus_device.jsonl does.
     ('GPU tensor to numpy names the GPU', lambda e: e['kind'] == 'device_mismatch' and len(e['devices']) == 2
-        and e['devices'][1] == 'cpu' and re.search(r"(?i)convert \S*(cuda|mps)\S* (device type )?tensor to numpy", e['text'])
+        and e['devices'][1] == 'cpu' and re.search(GPU_TENSOR_TO_NUMPY, e['text'])
         and not re.search(r'(?i)same device|different devices|two devices|expected .{0,60}\bdevice\b', e['text']),
      lambda e: e.update(devices=e['devices'][:1])),
     # A CUDA tensor given to pin_memory ("cannot pin 'torch.cuda.LongTensor' only dense CPU tensors can be pinned": a

@@ -280,12 +280,12 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
   const size_t end_tau = best_split(q);
   Split split{q[end_tau], end_tau};
   const bool newest = end == values.size(), short_enough = segment.size() <= kKappaSearchLimit;
+  std::vector<size_t> order(segment.size());
+  std::iota(order.begin(), order.end(), 0);
+  const Split tail = newest ? tail_shift(segment, order) : Split{};
   double p = 1.0;
   if (short_enough) {
-    std::vector<size_t> order(segment.size());
-    std::iota(order.begin(), order.end(), 0);
     const Split full = KappaSearch(segment.size()).best(segment, order);
-    const Split tail = newest ? tail_shift(segment, order) : Split{};
     size_t winner = kEndAnchored;
     p = min_p(segment, {split.q, tail.q, full.q}, newest, options, seed, winner);
     if (winner == kTail) split = tail;
@@ -295,9 +295,6 @@ void bisect(const std::vector<double>& values, size_t begin, size_t end, const C
     // 1 000 runs x 200 series took 3.3 s instead of 1.3) where the end-anchored test alone stops early, so the two are
     // held to alpha by Bonferroni instead, each at alpha / 2; the tail's test costs O(1) a shuffle. Its smallest p is
     // 2 / (1 + permutations): where that cannot be below alpha, the end-anchored test alone.
-    std::vector<size_t> order(segment.size());
-    std::iota(order.begin(), order.end(), 0);
-    const Split tail = tail_shift(segment, order);
     const double p_end = permutation_p(segment, split.q, options, options.alpha / 2.0, seed);
     const double p_tail = tail_permutation_p(segment, tail.q, options, seed ^ 0x5DEECE66DULL);
     if (p_tail < p_end) split = tail;

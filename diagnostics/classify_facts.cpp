@@ -65,8 +65,8 @@ const std::vector<DeviceForm>& device_forms() {
       {R"(\b(?:on|to|at) (?:the |a |an |different )?(CPU|GPU|MPS|CUDA|XPU)s?\b)",
        [](const Groups& g) { return Groups{device_word(g[0])}; }},
       // A pair whose second is a back-end's word: "x and y are on cuda:0 and CPU respectively" (torch.where), "found at
-      // least two devices, cuda:0 and CPU".
-      {R"(\b(cuda|cpu|mps|xpu|npu|hip)(?::(\d+))?,? and (CPU|GPU|MPS|CUDA|XPU)\b)",
+      // least two devices, cuda:0 and CPU" (or "cuda:0, CPU").
+      {R"(\b(cuda|cpu|mps|xpu|npu|hip)(?::(\d+))?(?:,? and|,) (CPU|GPU|MPS|CUDA|XPU)\b)",
        [](const Groups& g) {
          return Groups{g[1].empty() ? g[0] : g[0] + ":" + g[1], device_word(g[2])};
        }},
@@ -162,7 +162,7 @@ bool names_two_devices(const std::string& text) {
   static const RE2& thing = compile(
       R"((?i)\b(?:tensors?|inputs?|weights?|param(?:eter)?s?|model|module|argument|buffers?|ind(?:ex|ices)|storage|)"
       R"(masks?|outputs?|targets?|labels?|embeddings?|states?|logits|batch|latents?|hidden|kv|cache|generator|)"
-      R"(features?|graphs?|nodes?|edges?|arrays?|variables?|values?|vectors?|images?|data)\b)");
+      R"(features?|graphs?|nodes?|edges?|arrays?|variables?|vectors?|images?|data)\b)");
   static const RE2& contrast =
       compile(R"((?i)\b(?:but|while|whereas|however|expected|expects?|must|should|instead|different|mismatch\w*|same|)"
               R"(both|vs\.?|versus|not|cannot|can't|unable)\b)");
@@ -313,12 +313,23 @@ bool keys_differ_by_module_prefix(const std::string& text) {
     return true;
   }
   if (missing.empty() || unexpected.empty()) return all_have(missing.empty() ? unexpected : missing);
-  for (const auto& key : unexpected) {
-    if (missing.count(without_module_component(key))) return true;
-  }
-  for (const auto& key : missing) {
-    if (unexpected.count(without_module_component(key))) return true;
-  }
+  // Keys that pair up once the prefix is dropped: a prefix mismatch where they are at least half of the shorter list
+  // (a list the paste cut holds few); fewer, and the layers differ too ("attention_net.module.3.*" unexpected beside
+  // "attention_net.2.*" missing: another architecture whose one part was once wrapped).
+  const auto pairs = [](const std::unordered_set<std::string>& from, const std::unordered_set<std::string>& to) {
+    return static_cast<std::size_t>(std::count_if(from.begin(), from.end(), [&to](const std::string& key) {
+      return to.count(without_module_component(key)) > 0;
+    }));
+  };
+  const std::size_t paired = std::max(pairs(unexpected, missing), pairs(missing, unexpected));
+  if (paired > 0) return 2 * paired >= std::min(missing.size(), unexpected.size());
+  // No key matches across the lists. Parameter names have dots; a list of top-level names only ("state_dict",
+  // "optimizer", "epoch") is a whole checkpoint dict given where its weights belong, whatever prefix the other has.
+  const auto top_level_only = [](const std::unordered_set<std::string>& keys) {
+    return std::none_of(keys.begin(), keys.end(),
+                        [](const std::string& k) { return k.find('.') != std::string::npos; });
+  };
+  if (top_level_only(unexpected) || top_level_only(missing)) return false;
   return (all_have(unexpected) && none_has(missing)) || (all_have(missing) && none_has(unexpected));
 }
 

@@ -78,17 +78,27 @@ RuleTable::RuleTable() {
   add(cpu, R"(OpenBLAS: malloc failed in)", "certain", "OpenBLAS (its work buffers)");
   // TH's CPU allocator before c10's (0.x to 1.x): "$ Torch: not enough memory: you tried to allocate 3GB. Buy new RAM!
   // at ..\aten\src\TH\THGeneral.cpp:201", the host's memory whatever else the line says.
-  add(cpu, R"(\bBuy new RAM\b)", "certain", "LibTorch CPU allocator");
+  add(cpu, R"(\bBuy new RAM\b|\bTorch: not enough memory: you tried to allocate\b)", "certain",
+      "LibTorch CPU allocator");
   // A notebook host's own notice: "Your notebook tried to allocate more memory than is available. It has restarted."
   add(cpu, R"(\btried to allocate more memory than (?:is )?available\b)", "certain", "the notebook host's memory");
   // Thrust's and CUB's scratch allocation on the GPU, often re-raised as a Python MemoryError ("MemoryError:
   // std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed").
   add(gpu, R"(\bget_temporary_buffer failed\b)", "likely", "Thrust (its temporary buffer)");
+  // The driver API's allocation on the GPU, often re-raised as a Python MemoryError (PyCUDA's
+  // "pycuda._driver.MemoryError: cuMemAlloc failed: out of memory").
+  add(gpu, R"(\bcuMem(?:Alloc|Create)\w*\b[^\n]{0,40}?\b(?:failed|out of memory)\b)", "certain",
+      "CUDA driver (cuMemAlloc)");
   // Python's MemoryError (its type alone is the whole message), NumPy's.
   // NumPy before 1.17 gave no size: "Unable to allocate array with shape (11490542,) and data type float64".
   add(cpu, R"(\bMemoryError\b|_ArrayMemoryError\b|Unable to allocate (?:[0-9.]+ ?[KMGTP]?i?B for (?:an )?)?array\b)",
       "certain", "Python / NumPy", R"(has no attribute 'OutOfMemoryError')");
   add(cpu, R"(Cannot allocate memory)", "certain", "the operating system (ENOMEM)");
+  // The host's memory named as RAM, often as a guess about a process that died ("killed by your OS due to running out
+  // of RAM. ... out of RAM is likely the problem").
+  add(cpu,
+      R"(\b(?:ran|runs|running|run) out of (?:system |host |CPU )?RAM\b|\bout of (?:system |host |CPU )?RAM is likely\b)",
+      "likely", "the host's memory (RAM)");
   // Vulkan's "vk::Device::createFenceUnique: ErrorOutOfHostMemory" (a renderer beside PyTorch), as its device twin.
   add(cpu, R"(\w*OUT_OF_HOST_MEMORY\b|\w*OutOfHostMemory\b)", "certain", "the host's memory (a driver's allocation)");
   // Slurm's cgroup killed the job for its memory: "Detected 1 oom-kill event(s) in StepId=...", "Some of your
@@ -101,7 +111,7 @@ RuleTable::RuleTable() {
       "certain", "the host's memory (the kernel's OOM killer)");
   // Ray's memory monitor kills workers when the node's RAM runs low: "Task was killed due to the node running low on
   // memory", "Workers (tasks / actors) killed due to memory pressure (OOM)".
-  add(cpu, R"(\bnode running low on memory\b|\bkilled due to memory pressure\b)", "certain",
+  add(cpu, R"(\bnode running low on memory\b|\bkilled due to memory pressure\b|\bRayOutOfMemoryError\b)", "certain",
       "the host's memory (Ray's memory monitor)");
   add(gpu, R"(CUBLAS_STATUS_NOT_INITIALIZED)", "likely", "cuBLAS (handle creation)");
   add(gpu,
@@ -124,8 +134,13 @@ RuleTable::RuleTable() {
   // "object" is sometimes left out when the message is retyped ("'tuple' has no attribute 'to'"); a module without the
   // attribute is a broken install, not a batch of the wrong type.
   add(ErrorKind::kNotATensor,
-      R"((?:'|‘|’|`)[\w.]+(?:'|‘|’|`) (?:object )?has no attribute (?:'|‘|’|`)(?:cuda|cpu|to|device)\b)", "", "",
-      R"(\bmodule '[\w.]+' has no attribute)");
+      R"((?:'|‘|’|`)[\w.]+(?:'|‘|’|`) (?:object )?has no attribute (?:'|‘|’|`)(?:cuda|cpu|to|device)\b|)"
+      // Retyped without its quotes: "'dict object has no attribute to'".
+      R"(\b(?:list|tuple|dict|NoneType|str|int|float|ndarray) object has no attribute '?(?:cuda|cpu|to|device)\b)",
+      "", "",
+      // A tensor of PyTorch before 0.4, which had no .to() ("'torch.FloatTensor' object has no attribute 'to'"), is a
+      // tensor: an old version, not a batch of the wrong type.
+      R"(\bmodule '[\w.]+' has no attribute|'torch\.[\w.]*Tensor' (?:object )?has no attribute)");
   // load_state_dict's report (0.4 to 2.x), or 0.3's KeyError: only when the keys differ by "module.".
   add(ErrorKind::kStateDictPrefix,
       R"((?i)(?:missing|unexpected) key(?:\(s\)|s)? in state_dict|unexpected key "[^"]*" in state_dict|)"
@@ -138,7 +153,10 @@ RuleTable::RuleTable() {
       R"(DeviceGuardImpl for cuda is not available|Found no NVIDIA driver|)"
       R"(CUDA driver version is insufficient|torch\.(?:cuda|xpu|mps|npu|backends\.mps)\.is_available\(\):?(?: is| returned| returns| ?==)? False|deserialize object on a CUDA device|)"
       R"(device_count\(\) is 0\b|with arguments from the 'CUDA' backend|torch\.cuda\.\w*Tensor is not enabled|)"
-      R"(CUDA unknown error ?- ?this may be due to an incorrectly set up|Setting the available devices to be zero|)"
+      R"(CUDA unknown error\b|Setting the available devices to be zero|)"
+      // The container runtime's check of the driver a CUDA image needs ("nvidia-container-cli: requirement error:
+      // unsatisfied condition: cuda>=12.8, please update your driver"); ZeroGPU's host process, which has no GPU.
+      R"(nvidia-container-cli: (?:requirement|initiali[sz]ation) error|CUDA must not be initiali[sz]ed in the main process|)"
       // The structure, in any back-end's words: no accelerator of a kind is available/detected/found; a build
       // without a back-end; a driver that does not initialise or load; a device count of zero.
       R"((?i:\bno (?:[\w-]+ ){0,2}?(?:GPUs?|devices?|accelerators?|platforms?)\b[^.\n]{0,30}?\b(?:available|detected|found|discovered|present)\b)|)"
@@ -268,7 +286,7 @@ RuleTable::RuleTable() {
       R"(Invalid CUDA '--device [^'\d][^']*' requested)");
   add(ErrorKind::kMetaTensor,
       R"(meta tensor|with Meta tensors|from the 'Meta' backend|on device meta|\bmeta\b and|and meta\b|device='meta'|on meta\b|)"
-      R"((?i:\b(?:is|was) on the meta device\b))");
+      R"((?i:\b(?:is|was) on the meta device\b)|(?i:\bmeta device context\b)|set_default_device\('meta'\))");
   // One-sided wordings: any of them is a mismatch (names from ATen's checks, THC's, cuDNN's, the RNNs', MPS's, DDP's).
   add(mismatch,
       R"(Expected all tensors to be on the same (?:common )?device|must be on the current device|but expected (?:it |them )?to be on|)"

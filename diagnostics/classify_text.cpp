@@ -191,6 +191,17 @@ bool read_escaped_lines(StringPiece line, LineRead&& line_read) {
   return true;
 }
 
+// Markdown's bold around words ("expected device cuda:0 **but** got device cpu"), as its words: a paste into an issue
+// often keeps it. False, and `out` untouched, when the line has none.
+bool without_bold(StringPiece line, std::string& out) {
+  static const RE2& bold = compile(R"((^|\s)\*\*([^*\s](?:[^*\n]*[^*\s])?)\*\*)");
+  if (line.find("**") == StringPiece::npos) return false;
+  std::string copy(line.data(), line.size());
+  if (RE2::GlobalReplace(&copy, bold, "\\1\\2") == 0) return false;
+  out = std::move(copy);
+  return true;
+}
+
 // The full-width forms of ASCII (U+FF01..U+FF5E: "（", "）", "：", "，", as CJK input methods type them) and the
 // ideographic space, as their ASCII characters: "torch.cuda.device_count（）" reads as "device_count()". False, and
 // `out` untouched, when the line has none.
@@ -225,8 +236,9 @@ bool ascii_from_full_width(StringPiece line, std::string& out) {
 
 void Scanner::feed(StringPiece raw) {
   ++line_;
-  std::string plain, ascii;
+  std::string plain, ascii, unbold;
   if (without_colours(raw, plain)) raw = plain;
+  if (without_bold(raw, unbold)) raw = unbold;
   if (ascii_from_full_width(raw, ascii)) raw = ascii;
   if (!read_escaped_lines(raw, [this](StringPiece line) { read(line); })) read(raw);
 }

@@ -952,3 +952,47 @@ TEST(Explain, ANoticeOfGoingOnOnTheCpuIsNotWhatEndedTheProgram) {
   // Python 2's words for a CPU-only build asked for CUDA through its internals.
   EXPECT_EQ(kind_of("AttributeError: 'module' object has no attribute '_cuda_setDevice'"), "cuda_unavailable");
 }
+
+TEST(Explain, TheSecondHeldOutHalfsAndRoundNineteensStructures) {
+  // Allocations of the driver API and of Ray's workers; TH's sentence cut before "Buy new RAM"; the host's RAM named
+  // as a guess about a worker that died.
+  EXPECT_EQ(verdict_of("pycuda._driver.MemoryError: cuMemAlloc failed: out of memory"), "out_of_memory_gpu certain");
+  EXPECT_EQ(verdict_of("ray.exceptions.RayTaskError(RayOutOfMemoryError): task failed"), "out_of_memory_cpu certain");
+  EXPECT_EQ(verdict_of("RuntimeError: $ Torch: not enough memory: you tried to allocate 12GB"),
+            "out_of_memory_cpu certain");
+  EXPECT_EQ(verdict_of("RuntimeError: a worker died. It may have been killed by the OS for running out of RAM; out of "
+                       "RAM is likely the problem."),
+            "out_of_memory_cpu likely");
+  expect_kind_of_each("cuda_unavailable",
+                      {"RuntimeError: CUDA unknown error",
+                       "nvidia-container-cli: requirement error: unsatisfied "
+                       "condition: cuda>=12.4, please update your driver",
+                       "RuntimeError: CUDA must not be initialized in the main process on Spaces with Stateless GPU "
+                       "environment."});
+  EXPECT_EQ(kind_of("ValueError: loading with a meta device context manager is not supported here"), "meta_tensor");
+  EXPECT_EQ(kind_of("AttributeError: list object has no attribute cuda"), "not_a_tensor");
+  // A device list joined by a comma, a capital CPU; Markdown's bold inside a pasted message.
+  const Diagnosis listed = explain_error(
+      "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+      "cuda:1, CPU!");
+  EXPECT_EQ(listed.devices, (std::vector<std::string>{"cuda:1", "cpu"}));
+  const Diagnosis bold = explain_error("RuntimeError: expected device cuda:0 **but** got device cpu");
+  EXPECT_EQ(kind_name(bold.kind), "device_mismatch");
+  EXPECT_EQ(bold.devices, (std::vector<std::string>{"cuda:0", "cpu"}));
+  // Near-misses: a tensor of PyTorch before 0.4 (no .to()); a whole checkpoint dict loaded as weights; keys whose
+  // prefix pairs only a few of them (the layers differ too); a configuration value that differs, in a log line.
+  expect_kind_of_each(
+      "unknown",
+      {"AttributeError: 'torch.cuda.LongTensor' object has no attribute 'to'",
+       "RuntimeError: Error(s) in loading state_dict for DataParallel:\n\tMissing key(s) in state_dict: "
+       "\"module.fc.weight\", \"module.fc.bias\".\n\tUnexpected key(s) in state_dict: \"state_dict\", \"epoch\".",
+       "RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: \"head.0.weight\", "
+       "\"head.2.weight\", \"head.2.bias\", \"head.4.weight\".\n\tUnexpected key(s) in state_dict: "
+       "\"head.module.0.weight\", \"head.module.3.weight\", \"head.module.3.bias\", \"head.module.5.weight\".",
+       "ERROR:loader:Provided value device:cpu does not match the saved setting: cuda"});
+  // What the round kept: keys that do pair once "module." is dropped, a list of top-level parameters among them.
+  EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "
+                    "\"pos_embed\", \"head.weight\".\n\tUnexpected key(s) in state_dict: \"module.pos_embed\", "
+                    "\"module.head.weight\"."),
+            "state_dict_prefix");
+}

@@ -323,6 +323,12 @@ bool keys_differ_by_module_prefix(const std::string& text) {
   };
   const std::size_t paired = std::max(pairs(unexpected, missing), pairs(missing, unexpected));
   if (paired > 0) return 2 * paired >= std::min(missing.size(), unexpected.size());
+  // Both lists whole (each after its header, the second ending the message) and not one key pairs: two architectures,
+  // whatever prefix one list has. Only a paste cut inside a list leaves the prefix as the likely story.
+  if (missing_at && unexpected_at && !missing.empty() && !unexpected.empty() &&
+      RE2::PartialMatch(text, list_ends_message)) {
+    return false;
+  }
   // No key matches across the lists. Parameter names have dots; a list of top-level names only ("state_dict",
   // "optimizer", "epoch") is a whole checkpoint dict given where its weights belong, whatever prefix the other has.
   const auto top_level_only = [](const std::unordered_set<std::string>& keys) {

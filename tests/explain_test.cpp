@@ -990,6 +990,16 @@ TEST(Explain, TheSecondHeldOutHalfsAndRoundNineteensStructures) {
        "\"head.2.weight\", \"head.2.bias\", \"head.4.weight\".\n\tUnexpected key(s) in state_dict: "
        "\"head.module.0.weight\", \"head.module.3.weight\", \"head.module.3.bias\", \"head.module.5.weight\".",
        "ERROR:loader:Provided value device:cpu does not match the saved setting: cuda"});
+  // Two whole lists (the second ends the message) that share no key once "module." is dropped: two architectures, one
+  // of them once wrapped. A paste cut inside the second list may still be the prefix.
+  EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "
+                    "\"encoder.conv.weight\", \"encoder.bn.weight\".\n\tUnexpected key(s) in state_dict: "
+                    "\"module.backbone.layer1.weight\", \"module.backbone.layer2.weight\"."),
+            "unknown");
+  EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "
+                    "\"encoder.conv.weight\", \"encoder.bn.weight\".\n\tUnexpected key(s) in state_dict: "
+                    "\"module.backbone.layer1.weight\", \"module.backbone.lay"),
+            "state_dict_prefix");
   // What the round kept: keys that do pair once "module." is dropped, a list of top-level parameters among them.
   EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "
                     "\"pos_embed\", \"head.weight\".\n\tUnexpected key(s) in state_dict: \"module.pos_embed\", "

@@ -47,9 +47,10 @@ struct LinePatterns {
   const RE2& exception = compile(R"(^\s*(?:terminate called after throwing an instance of '[^']*'\s*|what\(\):\s*|)"
                                  R"((?:[A-Za-z_]\w*\.)*\w*(?i:error|exception)(?:\[[^\]]*\])?\s*(?::|：|$)\s*))");
   // The same after a source line on one line: "x.cuda(i) RuntimeError: CUDA error (10): ...", also glued to the call
-  // that raised it ("(value + 1).lgamma()RuntimeError: CUDA out of memory.").
+  // that raised it ("(value + 1).lgamma()RuntimeError: CUDA out of memory."), or quoted in a sentence ("an error
+  // `RuntimeError: module must have its parameters ... on device: cpu` appears").
   const RE2& exception_inside =
-      compile(R"((?:\s|[)\]}])((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
+      compile(R"((?:\s|[)\]}`'"])((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?:\[[^\]]*\])?(?::|：)\s))");
   const RE2& warning = compile(R"(^\s*(?:[A-Za-z_]\w*\.)*\w*Warning\s*(?::|：)\s*)");
   // load_state_dict lists missing and unexpected keys on lines of their own.
   // A key list's own lines ("module.fc.bias",) continue it too, and so does the rest of a key a line broke
@@ -286,6 +287,12 @@ void Scanner::read(StringPiece raw) {
       RE2::Consume(&message, p.exception);
       tier = kException;
       type = StringPiece(inside.data(), static_cast<std::size_t>(message.data() - inside.data()));
+      // Quoted as Markdown code in a sentence: the message ends where the code does (no backtick inside it). Not at a
+      // quote mark: messages hold apostrophes ("can't") and quoted keys.
+      if (inside.data() > line.data() && inside.data()[-1] == '`') {
+        const auto close = message.find('`');
+        if (close != StringPiece::npos && close > 0) message = StringPiece(message.data(), close);
+      }
     } else if (RE2::Consume(&message, p.warning)) {
       tier = kErrorLine;
     } else if (raise) {

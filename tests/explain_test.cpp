@@ -1000,6 +1000,19 @@ TEST(Explain, TheSecondHeldOutHalfsAndRoundNineteensStructures) {
                     "\"encoder.conv.weight\", \"encoder.bn.weight\".\n\tUnexpected key(s) in state_dict: "
                     "\"module.backbone.layer1.weight\", \"module.backbone.lay"),
             "state_dict_prefix");
+  // An exception quoted in a sentence is the message, from its type to where its Markdown code closes; devices named
+  // before it, in the sentence, are not its.
+  const Diagnosis quoted = explain_error(
+      "With device='cpu' set, an error `RuntimeError: module must have its parameters and buffers on device cuda:0 "
+      "(device_ids[0]) but found one of them on device: cpu` appears.");
+  EXPECT_EQ(kind_name(quoted.kind), "device_mismatch");
+  EXPECT_EQ(quoted.devices, (std::vector<std::string>{"cuda:0", "cpu"}));
+  EXPECT_EQ(quoted.message.back(), 'u');
+  const Diagnosis apostrophe = explain_error(
+      "It fails with 'TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+      "tensor to host memory first.'");
+  EXPECT_EQ(kind_name(apostrophe.kind), "device_mismatch");
+  EXPECT_EQ(apostrophe.devices, (std::vector<std::string>{"cuda:0"}));
   // What the round kept: keys that do pair once "module." is dropped, a list of top-level parameters among them.
   EXPECT_EQ(kind_of("RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "
                     "\"pos_embed\", \"head.weight\".\n\tUnexpected key(s) in state_dict: \"module.pos_embed\", "

@@ -135,15 +135,20 @@ void Scanner::keep(const StringPiece& line) {
 
 namespace {
 
+// `line` with every match of `re` rewritten, in `out`; false, and `out` untouched, when nothing matched.
+bool rewritten(StringPiece line, const RE2& re, const char* rewrite, std::string& out) {
+  std::string copy(line.data(), line.size());
+  if (RE2::GlobalReplace(&copy, re, rewrite) == 0) return false;
+  out = std::move(copy);
+  return true;
+}
+
 // A terminal's colours ("\x1b[31m"), and what is left of them where a copy dropped the escape ("[31m", "[0m").
 bool without_colours(StringPiece line, std::string& out) {
   // Colours only (SGR): other escapes (a title, a cleared screen) stay, for the printers to show inert.
   static const RE2& colour = compile(R"(\x1b\[[0-9;]*m|\[\d{1,3}(?:;\d{1,3})*m)");
   if (line.find('\x1b') == StringPiece::npos && line.find('[') == StringPiece::npos) return false;
-  std::string copy(line.data(), line.size());
-  if (RE2::GlobalReplace(&copy, colour, "") == 0) return false;
-  out = std::move(copy);
-  return true;
+  return rewritten(line, colour, "", out);
 }
 
 // A log that stored a message with its newlines escaped (JSON, a Python repr: "RuntimeError('CUDA error: out of
@@ -197,10 +202,7 @@ bool read_escaped_lines(StringPiece line, LineRead&& line_read) {
 bool without_bold(StringPiece line, std::string& out) {
   static const RE2& bold = compile(R"((^|\s)\*\*([^*\s](?:[^*\n]*[^*\s])?)\*\*)");
   if (line.find("**") == StringPiece::npos) return false;
-  std::string copy(line.data(), line.size());
-  if (RE2::GlobalReplace(&copy, bold, "\\1\\2") == 0) return false;
-  out = std::move(copy);
-  return true;
+  return rewritten(line, bold, "\\1\\2", out);
 }
 
 // The full-width forms of ASCII (U+FF01..U+FF5E: "（", "）", "：", "，", as CJK input methods type them) and the
